@@ -1,0 +1,45 @@
+// Helpers shared by the tests: where the reference data lives, temporary files, running the binary.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace dllm::test {
+
+/// The shared/ folder beside the checkout ($DLLM_SHARED overrides, for CI layouts).
+inline std::filesystem::path shared_dir() {
+  if (const char* env = std::getenv("DLLM_SHARED")) return env;
+  return DLLM_SHARED_DIR;
+}
+
+/// ../shared/reference/<rel>.
+inline std::filesystem::path reference(const std::string& rel) { return shared_dir() / "reference" / rel; }
+
+/// Whole file as bytes.
+inline std::vector<char> read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::vector<char>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+/// A fresh empty directory under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "dllm-test-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace dllm::test
