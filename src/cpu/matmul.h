@@ -1,0 +1,67 @@
+// Weight matrices prepared once at load time, and the one call the forward pass makes on them.
+// The forward pass owns threading: it splits the output rows [0, n_out) into ranges and calls
+// Matrix::multiply on each range from its worker threads; a Matrix never starts threads itself.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gguf/gguf.h"
+#include "quant/blocks.h"
+
+namespace dllm::cpu {
+
+/// Instruction-set paths of the CPU kernels. kScalar is portable C++ and is what the tests check the
+/// others against.
+enum class Isa { kScalar, kAvx2, kAvxVnni, kAvx512Vnni };
+
+/// "scalar", "avx2", "avxvnni", "avx512vnni".
+const char* isa_name(Isa isa);
+
+/// One projection input: n_tokens rows x n_in columns (n_in contiguous), in f32 and, for quantized
+/// weights, also as Q8_K blocks (n_tokens rows x n_in/256 blocks, row-major). Quantized once per
+/// projection input and shared by Q/K/V and by gate/up.
+struct Activations {
+  const float* f32 = nullptr;              ///< n_tokens x n_in, row stride n_in
+  const quant::block_q8_K* q8k = nullptr;  ///< n_tokens x (n_in / 256), or nullptr when no matrix needs it
+  int64_t n_tokens = 0;
+  int64_t n_in = 0;
+};
+
+/// A weight of n_out rows x n_in columns (GGUF ne = [n_in, n_out]).
+class Matrix {
+ public:
+  virtual ~Matrix() = default;
+  int64_t n_out() const { return n_out_; }
+  int64_t n_in() const { return n_in_; }
+  /// True when multiply() reads Activations::q8k (Q4_K, Q6_K), false when it reads f32.
+  virtual bool wants_q8k() const = 0;
+  /// y[t * ldy + o] = sum_k W[o][k] * x[t][k] for every token t < x.n_tokens and o in [o_begin, o_end).
+  /// Thread-safe for disjoint output ranges. y is f32, row stride ldy (>= n_out).
+  virtual void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const = 0;
+  /// Output rows per work item that suit this kernel's tiling (the forward pass splits by multiples).
+  virtual int64_t row_granularity() const { return 16; }
+  /// True when the matrix holds its own copy of the weights (repacked), so the mapping's pages can go.
+  virtual bool owns_data() const { return false; }
+
+ protected:
+  Matrix(int64_t n_out, int64_t n_in) : n_out_(n_out), n_in_(n_in) {}
+  int64_t n_out_;
+  int64_t n_in_;
+};
+
+/// Prepares `tensor` (bytes at `data`) for `isa`. Types with matrix kernels: Q4_K, Q6_K, F32, F16, BF16;
+/// throws dllm::Error "tensor <name> is <type>: matrix kernels exist for Q4_K, Q6_K, F32, F16, BF16"
+/// for any other type. A matrix either keeps pointing into `data` (the mapping must outlive it) or
+/// copies/repacks it, in which case owns_data() is true and the caller may release the mapped pages.
+std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa);
+
+/// The portable reference matrices (src/cpu/matmul_ref.cpp): Q4_K / Q6_K through quant's scalar
+/// vec_dot over Q8_K activations, F32 / F16 / BF16 through an f32 dot product.
+std::unique_ptr<Matrix> make_matrix_ref(const gguf::TensorInfo& tensor, const uint8_t* data);
+
+/// The list kept in the error message above, so it stays true.
+extern const char* const kMatrixKernelTypes;
+
+}  // namespace dllm::cpu
