@@ -29,28 +29,6 @@ int64_t block_elems(GgmlType type) {
   }
 }
 
-/// ggml's name of the supported types, for error messages (the full table lives in src/gguf).
-std::string name_of(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-      return "F32";
-    case GgmlType::F16:
-      return "F16";
-    case GgmlType::BF16:
-      return "BF16";
-    case GgmlType::Q8_0:
-      return "Q8_0";
-    case GgmlType::Q4_K:
-      return "Q4_K";
-    case GgmlType::Q5_K:
-      return "Q5_K";
-    case GgmlType::Q6_K:
-      return "Q6_K";
-    default:
-      return "type id " + std::to_string(static_cast<uint32_t>(type));
-  }
-}
-
 }  // namespace
 
 bool can_dequantize(GgmlType type) {
@@ -60,11 +38,11 @@ bool can_dequantize(GgmlType type) {
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   const int64_t qk = block_elems(type);
   if (qk == 0) {
-    throw Error("cannot dequantize " + name_of(type) +
+    throw Error("cannot dequantize " + gguf::type_name(type) +
                 " data (supported: F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K)");
   }
   if (n < 0 || n % qk != 0) {
-    throw Error("cannot dequantize " + std::to_string(n) + " values of " + name_of(type) +
+    throw Error("cannot dequantize " + std::to_string(n) + " values of " + gguf::type_name(type) +
                 ": not a multiple of its block size " + std::to_string(qk));
   }
   switch (type) {
