@@ -322,13 +322,10 @@ struct GgufFile::Impl {
     }
     const uint64_t n_tensors = c.read<uint64_t>("tensor count");
     const uint64_t n_kv = c.read<uint64_t>("metadata key/value count");
-    // Cap untrusted counts: a key/value takes at least 13 bytes (key length, type, 1-byte value),
-    // a tensor info at least 24 (name length, n_dims, type, offset).
+    // Cap untrusted counts before reserving: a key/value takes at least 13 bytes (key length,
+    // type, 1-byte value), a tensor info at least 24 (name length, n_dims, type, offset).
     if (n_kv > c.left() / 13)
       fail("truncated file: metadata key/value count " + std::to_string(n_kv) + " cannot fit in the " +
-           std::to_string(c.left()) + " bytes after the header");
-    if (n_tensors > c.left() / 24)
-      fail("truncated file: tensor count " + std::to_string(n_tensors) + " cannot fit in the " +
            std::to_string(c.left()) + " bytes after the header");
 
     // Metadata.
@@ -357,6 +354,10 @@ struct GgufFile::Impl {
     }
 
     // Tensor directory.
+    if (n_tensors > c.left() / 24)
+      fail("truncated file: tensor count " + std::to_string(n_tensors) + " cannot fit in the " +
+           std::to_string(c.left()) + " bytes after the metadata (byte offset " + std::to_string(c.pos()) +
+           ")");
     tensors.reserve(n_tensors);
     for (uint64_t k = 0; k < n_tensors; ++k) {
       TensorInfo t;
