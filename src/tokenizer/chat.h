@@ -1,0 +1,63 @@
+// Chat templates for the diffusion models: the prompt text a user types becomes the token ids the
+// model was tuned on. We do not run Jinja: the template kind is recognised from the GGUF's
+// tokenizer.chat_template text and rendered by hand, the way llama.cpp's llama-diffusion-cli feeds it
+// (common_chat_templates_apply with one user message and add_generation_prompt, then tokenize with
+// add_special = true, parse_special = true).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace dllm::tokenizer {
+
+enum class ChatTemplateKind {
+  kNone = 0,    ///< no tokenizer.chat_template in the file: the prompt is used as is
+  kLlada = 1,   ///< Llama-3 style headers (<|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>), LLaDA
+  kChatml = 2,  ///< <|im_start|>role\n...<|im_end|>\n, Dream (Qwen2.5 template)
+  kSentinel = 3,
+};
+
+/// "none", "llada", "chatml".
+const char* chat_template_kind_name(ChatTemplateKind k);
+
+/// Recognises the template from its text: contains "<|start_header_id|>" -> kLlada, "<|im_start|>" ->
+/// kChatml, empty -> kNone. Any other template -> dllm::Error naming the problem and suggesting --no-chat.
+ChatTemplateKind detect_chat_template(std::string_view template_text);
+
+/// The ChatML template's built-in system prompt (Dream: "You are a helpful assistant."), taken from the
+/// literal '<|im_start|>system\n...<|im_end|>' in the template text; nullopt when it has none.
+std::optional<std::string> chatml_default_system(std::string_view template_text);
+
+struct ChatOptions {
+  std::string prompt;                 ///< user message (may be empty: the template still applies)
+  std::optional<std::string> system;  ///< --system; nullopt = the template's default (Dream) or none
+  bool no_chat = false;               ///< --no-chat: the prompt text as is, no template
+  bool parse_special = true;          ///< false (--no-special): special-token texts in prompt/system are
+                                      ///< plain text; the template's own markers stay special tokens
+};
+
+/// The prompt text after the template, as llama.cpp renders it: when add_bos() is true the template's
+/// leading BOS text (LLaDA writes bos_token) is not part of it, since prompt_tokens() adds the BOS id.
+/// LLaDA trims the message content (Jinja `| trim`), ChatML does not. Equals
+/// ../shared/reference/logits/chat-prompt-tiny-{llada,dream}.txt for "What is 2+2?".
+std::string render_chat(const Tokenizer& tok, const ChatOptions& opts);
+
+/// The ids fed to the model: [BOS if add_bos()] + tokens of render_chat(). Exactly one BOS at the start
+/// when add_bos() is true, none added otherwise. With parse_special the whole rendered text is
+/// tokenized at once (identical to llama.cpp); without it, the template markers are inserted as ids and
+/// the text between them is tokenized with parse_special = false.
+/// Throws dllm::UsageError for a prompt or system text that is not valid UTF-8 (byte offset named).
+std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const ChatOptions& opts);
+
+/// A sequence longer than the model context -> dllm::UsageError
+/// "<what> is <n_tokens> tokens, longer than the model context of <n_ctx> tokens; ...".
+/// The CLI calls it with the prompt alone and with the whole canvas (prompt + max tokens).
+void check_context(size_t n_tokens, size_t n_ctx, std::string_view what = "prompt");
+
+}  // namespace dllm::tokenizer
