@@ -1,0 +1,141 @@
+// The denoising loops of LLaDA (block-based, generate.py) and Dream (timestep-based,
+// diffusion_generate / _sample), plus Fast-dLLM confidence-threshold decoding, over a LogitsSource.
+// Semantics, sources and differences from llama-diffusion-cli: docs/sampling.md.
+//
+// Words: the canvas is prompt + max_tokens positions; a masked position holds mask_id; a step runs
+// one forward pass and commits (unmasks) some masked positions; committed tokens are never remasked.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "diffusion/logits_source.h"
+
+namespace dllm::diffusion {
+
+/// Which reference loop runs.
+enum class Schedule {
+  kLlada,  ///< block-based: ML-GSAI/LLaDA generate.py `generate`
+  kDream,  ///< timestep-based: Dream generation_utils.py `_sample`
+};
+
+/// LLaDA `remasking`: which k masked positions of the current block a step commits.
+enum class Remasking {
+  kLowConfidence,  ///< the k with the highest softmax probability of their argmax token
+  kRandom,         ///< k uniformly random ones (confidence = a uniform draw per position)
+};
+
+/// Dream `alg`.
+enum class DreamAlg {
+  kOrigin,       ///< each masked position revealed independently with probability 1 - s/t
+  kMaskgitPlus,  ///< top-k by p(x0)
+  kTopkMargin,   ///< top-k by p(top1) - p(top2)
+  kEntropy,      ///< top-k by sum p log(p + 1e-10) (negative entropy: most certain first)
+};
+
+/// Parses "low_confidence" | "random"; throws dllm::UsageError naming the valid values.
+Remasking parse_remasking(const std::string& name);
+/// Parses "origin" | "maskgit_plus" | "topk_margin" | "entropy"; throws dllm::UsageError.
+DreamAlg parse_dream_alg(const std::string& name);
+const char* remasking_name(Remasking r);
+const char* dream_alg_name(DreamAlg a);
+
+struct SamplerParams {
+  Schedule schedule = Schedule::kLlada;
+  int64_t max_tokens =
+      64;              ///< masked positions appended to the prompt (LLaDA gen_length, Dream max_new_tokens)
+  int64_t steps = 64;  ///< total denoising steps (ignored when threshold is set)
+  int64_t block_length = 32;  ///< LLaDA block_length; Dream uses it only with threshold (0: one block)
+  double temperature = 0.0;   ///< LLaDA: Gumbel-max temperature; Dream: logits / T then categorical
+  uint64_t seed = 0;          ///< every random draw derives from (seed, step, position): see docs
+  Remasking remasking = Remasking::kLowConfidence;  ///< LLaDA only
+  DreamAlg alg = DreamAlg::kOrigin;                 ///< Dream only
+  double alg_temp = 0.0;  ///< Dream: > 0 samples positions from softmax(confidence / alg_temp)
+  double top_p = 1.0;     ///< Dream: nucleus filter, 1 = off
+  int64_t top_k = 0;      ///< Dream: top-k filter, 0 = off
+  double eps = 1e-3;      ///< Dream: timesteps = linspace(1, eps, steps + 1)
+  /// Fast-dLLM threshold decoding: each step commits every masked position of the current block with
+  /// confidence >= threshold, and at least the most confident one; runs until the block is full.
+  std::optional<double> threshold;
+  /// Dream: logits for position i are the model's row i-1 (row 0 for i = 0).
+  bool shift_logits = false;
+  bool early_stop = true;  ///< stop once the answer (up to its first end token) is final
+  int32_t mask_id = -1;    ///< required, in [0, n_vocab)
+  /// Ids that end the answer (EOS, EOT, <|im_end|>); the printed answer stops at the first one.
+  std::vector<int32_t> end_ids;
+  /// sampleable[id] says whether the tokenizer defines id; ids >= sampleable.size() are never
+  /// sampled (Dream: logit rows beyond the vocabulary, UNUSED pads). Empty: every id < n_vocab.
+  /// The mask id is never sampled whatever this says.
+  std::vector<bool> sampleable;
+  int n_threads = 0;  ///< threads for per-row statistics; 0: OpenMP's default. Results do not depend on it.
+};
+
+/// One step, as reported to on_step. Spans are valid only during the callback.
+struct StepInfo {
+  int64_t step = 0;   ///< 0-based index of forward passes run so far (skipped empty steps not counted)
+  int64_t block = 0;  ///< LLaDA/threshold block index; 0 for Dream without threshold
+  std::span<const int32_t> positions;  ///< canvas positions committed this step, increasing
+  std::span<const int32_t> tokens;     ///< their tokens
+  std::span<const float> confidences;  ///< their confidences (the score the step ranked by)
+  int64_t masks_left = 0;              ///< masked positions after this step
+  double forward_ms = 0;               ///< time in LogitsSource::logits
+  double sample_ms = 0;                ///< time in the sampler's own work
+  std::span<const int32_t> canvas;     ///< the whole canvas after this step
+  /// Leading answer tokens that are final (committed, before any mask or end token): a streaming
+  /// printer may print answer[0..stable_answer_len) now.
+  int64_t stable_answer_len = 0;
+  bool answer_final = false;  ///< the answer can no longer change (end token reached or canvas full)
+};
+
+struct SamplerCallbacks {
+  std::function<void(const StepInfo&)> on_step;        ///< after every step that ran a forward pass
+  std::function<void(const std::string&)> on_warning;  ///< once per warning, before the first step
+};
+
+struct GenerateResult {
+  std::vector<int32_t> canvas;  ///< final canvas: prompt + max_tokens positions
+  /// canvas[prompt_len ..) up to (excluding) the first end token; never contains the mask id.
+  std::vector<int32_t> answer;
+  int64_t steps_run = 0;  ///< forward passes run
+  int64_t steps_planned =
+      0;  ///< forward passes the schedule would run without early stop (upper bound with threshold)
+  bool stopped_early = false;
+  bool ended_with_end_token = false;  ///< the answer ends at an end token (not at the canvas end)
+  std::vector<std::string> warnings;
+};
+
+/// Validates params for a prompt of prompt_len tokens and n_vocab logit rows and returns the
+/// warnings a run would give (e.g. more than 4 tokens per step without threshold). Throws
+/// dllm::UsageError naming the valid choices: max_tokens <= 0, steps <= 0, block_length <= 0,
+/// LLaDA max_tokens not a multiple of block_length, LLaDA steps not a multiple of the block count,
+/// temperature/alg_temp < 0, top_p not in (0, 1], top_k < 0, eps not in (0, 1), threshold not in
+/// (0, 1]; dllm::Error when mask_id is outside [0, n_vocab) or no id is sampleable.
+std::vector<std::string> check_params(const SamplerParams& params, int64_t prompt_len, int64_t n_vocab);
+
+/// Runs the denoising loop: canvas = prompt + max_tokens masks, then steps until every position is
+/// committed or (early_stop) the answer is final. Deterministic for a given seed, whatever
+/// n_threads. Throws what check_params throws, and what the LogitsSource throws.
+GenerateResult generate(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& params,
+                        const SamplerCallbacks& callbacks = {});
+
+// ---- Schedules (exposed for tests and --verbose) ----
+
+/// LLaDA get_num_transfer_tokens (generate.py): masks // steps each, the first masks % steps get +1.
+std::vector<int64_t> llada_transfer_counts(int64_t masks, int64_t steps);
+
+/// torch.linspace(1, eps, steps + 1) in f32, element by element as torch's scalar kernel:
+/// start + step * i for i < n/2, end - step * (n - 1 - i) after, step = (end - start) / (n - 1).
+std::vector<float> dream_timesteps(int64_t steps, double eps);
+
+/// Dream (non-origin algs): tokens revealed at step i with n_masks masks left:
+/// int(n_masks * (1 - s/t)) in f32 (t = timesteps[i], s = timesteps[i+1]), all n_masks on the last step.
+int64_t dream_transfer_count(int64_t n_masks, int64_t step, const std::vector<float>& timesteps);
+
+/// Dream origin: p_transfer = 1 - s/t in f32, 1 on the last step.
+float dream_transfer_probability(int64_t step, const std::vector<float>& timesteps);
+
+}  // namespace dllm::diffusion
