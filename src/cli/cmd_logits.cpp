@@ -1,0 +1,123 @@
+// `dllm logits`: one forward pass over given token ids; writes the UNSHIFTED f32 logits of the requested
+// positions to a file, [rows, n_vocab] row-major, little-endian, no header: the layout of
+// ../shared/reference/logits/*.f32, so the parity tests can compare row by row.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "cli/commands.h"
+#include "cli/common_flags.h"
+#include "cli/loaded_model.h"
+#include "cli/model_source.h"
+#include "cli/util.h"
+#include "cpu/dispatch.h"
+#include "cpu/forward.h"
+
+namespace dllm::cli {
+
+namespace {
+
+struct LogitsOptions {
+  ModelFlags model;
+  ComputeFlags compute;
+  std::string tokens;       ///< --tokens "1 2 3"
+  std::string tokens_file;  ///< --tokens-file F (.i32 binary or text)
+  std::string out;          ///< --out FILE
+  std::string rows;         ///< --rows "0 5 7" (default: every position)
+  bool verbose = false;
+};
+
+int run_logits(const LogitsOptions& o) {
+  if (o.tokens.empty() == o.tokens_file.empty()) {
+    throw UsageError("logits needs exactly one of --tokens \"ID ID ...\" or --tokens-file FILE");
+  }
+  const std::vector<int32_t> tokens =
+      o.tokens_file.empty() ? parse_ids(o.tokens, "--tokens") : read_ids_file(o.tokens_file);
+  if (tokens.empty()) throw UsageError("no token ids given: --tokens/--tokens-file is empty");
+  const int64_t n = static_cast<int64_t>(tokens.size());
+
+  std::vector<int32_t> rows;
+  if (o.rows.empty()) {
+    for (int64_t i = 0; i < n; ++i) rows.push_back(static_cast<int32_t>(i));
+  } else {
+    rows = parse_ids(o.rows, "--rows");
+    for (int32_t r : rows) {
+      if (r < 0 || r >= n) {
+        throw UsageError("--rows: position " + std::to_string(r) + " is outside the " + std::to_string(n) +
+                         " tokens given (valid: 0.." + std::to_string(n - 1) + ")");
+      }
+    }
+  }
+
+  const std::string path = resolve_model(o.model.model, offline_requested(o.model));
+  Stopwatch load_watch;
+  LoadedModel m = load_model(path);
+  const int64_t n_vocab_embd = m.model->n_vocab_embd();
+  for (int64_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab_embd) {
+      throw UsageError("token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
+                       " is outside the model's vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
+    }
+  }
+  cpu::ForwardOptions fo;
+  fo.max_tokens = n;
+  fo.n_threads = o.compute.threads;
+  fo.isa = cpu::choose_isa(o.compute.isa);
+  cpu::CpuForward forward(*m.model, fo);
+  const double load_ms = load_watch.elapsed_ms();
+
+  const int64_t n_vocab = forward.n_vocab();
+  std::vector<float> logits(rows.size() * static_cast<size_t>(n_vocab));
+  Stopwatch fwd_watch;
+  forward.forward(tokens, rows, logits.data());
+  const double forward_ms = fwd_watch.elapsed_ms();
+
+  // Write to a temporary name and rename, so a failed write never leaves a plausible-looking file.
+  const std::string tmp = o.out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error("cannot write logits file: " + o.out);
+    f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw Error("cannot write logits file: " + o.out + " (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), o.out.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error("cannot write logits file: " + o.out);
+  }
+  if (o.verbose) {
+    std::fprintf(stderr, "model: %s\ntokens: %lld, rows: %zu, n_vocab: %lld\nthreads: %d, isa: %s\n",
+                 path.c_str(), static_cast<long long>(n), rows.size(), static_cast<long long>(n_vocab),
+                 forward.n_threads(), cpu::isa_name(*fo.isa));
+    std::fprintf(stderr, "load: %.1f ms, forward: %.1f ms, peak RSS: %s\nwrote %s (%zu bytes)\n", load_ms,
+                 forward_ms, format_bytes(peak_rss_bytes()).c_str(), o.out.c_str(), logits.size() * 4);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_logits_command(CLI::App& root) {
+  auto o = std::make_shared<LogitsOptions>();
+  CLI::App* sub = root.add_subcommand("logits",
+                                      "Run one forward pass over token ids and write f32 logits [rows, "
+                                      "vocab] row-major (unshifted) to a file");
+  add_model_flags(*sub, o->model);
+  sub->add_option("--tokens", o->tokens, "Token ids, e.g. \"1 2 3\" or 1,2,3");
+  sub->add_option("--tokens-file", o->tokens_file, "File of token ids: .i32 (int32 little-endian) or text");
+  sub->add_option("-o,--out", o->out, "Output file for the logits (f32 little-endian, no header)")
+      ->required();
+  sub->add_option("--rows", o->rows, "Positions whose logits to write, e.g. \"0 17 49\" (default: all)");
+  add_compute_flags(*sub, o->compute);
+  sub->add_flag("-v,--verbose", o->verbose, "Print model, timings and peak memory to stderr");
+  return {sub, [o]() { return run_logits(*o); }};
+}
+
+}  // namespace dllm::cli

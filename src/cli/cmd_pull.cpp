@@ -1,0 +1,24 @@
+// `dllm pull SPEC`: downloads a model from the Hugging Face hub into the local cache and prints its path.
+#include <iostream>
+#include <memory>
+
+#include "base/error.h"
+#include "cli/commands.h"
+#include "cli/common_flags.h"
+#include "cli/model_source.h"
+
+namespace dllm::cli {
+
+Command add_pull_command(CLI::App& root) {
+  auto o = std::make_shared<ModelFlags>();
+  CLI::App* sub = root.add_subcommand(
+      "pull", "Download a model (org/repo[:QUANT]) into the Hugging Face cache and print the file's path");
+  sub->add_option("model", o->model, "org/repo or org/repo:QUANT (e.g. :Q4_K_M)")->required();
+  sub->add_flag("--offline", o->offline, "Only look in the local cache (also HF_HUB_OFFLINE=1)");
+  return {sub, [o]() {
+            std::cout << resolve_model(o->model, offline_requested(*o)) << "\n";
+            return 0;
+          }};
+}
+
+}  // namespace dllm::cli

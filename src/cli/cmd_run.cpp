@@ -1,0 +1,64 @@
+// `dllm run`: declares the flags of the main job. The pipeline itself is in run_pipeline.cpp.
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/run_options.h"
+
+namespace dllm::cli {
+
+Command add_run_command(CLI::App& root) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub =
+      root.add_subcommand("run", "Generate an answer to a prompt with a LLaDA or Dream GGUF model");
+  add_model_flags(*sub, o->model);
+  CLI::Option* prompt =
+      sub->add_option("-p,--prompt", o->prompt, "The prompt (or give it as the first word)");
+  CLI::Option* prompt_pos = sub->add_option("PROMPT", o->prompt, "The prompt, when --prompt is not given");
+  prompt->excludes(prompt_pos);
+  sub->add_option("-n,--max-tokens", o->max_tokens,
+                  "Tokens to generate: masks in the canvas after the prompt")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("-s,--steps", o->steps, "Denoising steps (default: --max-tokens, one token per step)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--block-length", o->block_length,
+                  "LLaDA: canvas blocks filled left to right; must divide --max-tokens")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--temperature,--temp", o->temperature, "Sampling temperature (0: greedy)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Random seed: the same seed gives the same text")->capture_default_str();
+  add_compute_flags(*sub, o->compute);
+  sub->add_option("--remasking", o->remasking, "LLaDA: which masked tokens a step commits")
+      ->check(CLI::IsMember({"low_confidence", "random"}))
+      ->capture_default_str();
+  sub->add_option("--alg", o->alg, "Dream: unmasking order (default entropy)")
+      ->check(CLI::IsMember({"origin", "maskgit_plus", "topk_margin", "entropy"}));
+  sub->add_option("--alg-temp", o->alg_temp, "Dream: temperature of the order (0: most confident first)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--top-p", o->top_p, "Dream: nucleus filter before sampling (1: off)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  sub->add_option("--top-k", o->top_k, "Dream: keep the k most likely tokens (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--threshold", o->threshold,
+                  "Commit every masked token whose confidence exceeds this (Fast-dLLM parallel decoding)")
+      ->check(CLI::Range(0.0, 1.0));
+  CLI::Option* system = sub->add_option("--system", o->system, "System message for the chat template");
+  sub->add_flag("--no-chat", o->no_chat, "Feed the prompt as raw text, without the chat template");
+  sub->add_flag("--no-special", o->no_special, "Treat control-token text in the prompt as plain text");
+  sub->add_flag("--no-early-stop", o->no_early_stop, "Run every step even when the answer is already final");
+  sub->add_flag("--json", o->json, "Print one JSON object (text, token ids, steps, timings, peak RSS)");
+  sub->add_flag("-v,--verbose", o->verbose, "Print model, timings per step and peak memory to stderr");
+  sub->add_option("--trace", o->trace, "Write one JSON line per step (committed positions, timings) to FILE");
+  return {sub, [o, prompt, prompt_pos, system]() {
+            o->prompt_given = prompt->count() > 0 || prompt_pos->count() > 0;
+            o->system_given = system->count() > 0;
+            return run_generate(*o);
+          }};
+}
+
+}  // namespace dllm::cli

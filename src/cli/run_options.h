@@ -1,0 +1,42 @@
+// Flags of `dllm run`, as parsed. Fields left at their "unset" value (-1, empty, nullopt) take the
+// per-architecture default once the model is loaded (see resolve_defaults in cmd_run.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "cli/common_flags.h"
+
+namespace dllm::cli {
+
+struct RunOptions {
+  ModelFlags model;
+  ComputeFlags compute;
+  std::string prompt;         ///< --prompt/-p or the first positional word
+  bool prompt_given = false;  ///< an empty --prompt "" counts as given
+  std::string system;         ///< --system: system message (Dream's default when empty)
+  bool system_given = false;
+  bool no_chat = false;       ///< --no-chat: feed the raw prompt (still with BOS when the model adds it)
+  bool no_special = false;    ///< --no-special: control-token text in the prompt stays plain text
+  int64_t max_tokens = 64;    ///< --max-tokens: masks in the canvas after the prompt
+  int64_t steps = 0;          ///< --steps: 0 = max_tokens
+  int64_t block_length = 32;  ///< --block-length (LLaDA)
+  double temperature = 0.0;   ///< --temperature
+  uint64_t seed = 0;          ///< --seed
+  std::string remasking = "low_confidence";  ///< --remasking (LLaDA): low_confidence | random
+  std::string alg;                           ///< --alg (Dream): origin | maskgit_plus | topk_margin | entropy
+  double alg_temp = 0.0;                     ///< --alg-temp (Dream)
+  double top_p = 1.0;                        ///< --top-p (Dream): 1 = off
+  int64_t top_k = 0;                         ///< --top-k (Dream): 0 = off
+  std::optional<double> threshold;           ///< --threshold: confidence-threshold parallel decoding
+  bool no_early_stop = false;                ///< --no-early-stop
+  bool json = false;                         ///< --json: one JSON object on stdout
+  bool verbose = false;                      ///< --verbose: diagnostics on stderr
+  std::string trace;                         ///< --trace FILE: per-step JSON lines
+};
+
+/// Runs the whole pipeline (resolve model, load, tokenize, denoise, print). Returns the exit code.
+int run_generate(RunOptions& o);  // run_pipeline.cpp
+
+}  // namespace dllm::cli

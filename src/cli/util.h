@@ -1,0 +1,50 @@
+// Small helpers of the command line: wall-clock timing, peak memory, "did you mean" suggestions,
+// token-id lists. Nothing here prints; printing belongs to the commands and main.cpp.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dllm::cli {
+
+/// Milliseconds since construction (steady clock).
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double elapsed_ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  }
+  void reset() { start_ = std::chrono::steady_clock::now(); }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+/// Peak resident set size of this process in bytes (getrusage ru_maxrss, which Linux reports in KiB).
+uint64_t peak_rss_bytes();
+
+/// "1.23 GiB", "456.0 MiB", "789 B": a byte count for humans.
+std::string format_bytes(uint64_t n_bytes);
+
+/// Levenshtein edit distance between two ASCII words.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate closest to `word` by edit distance (first one on ties); empty when `candidates` is empty.
+std::string closest(std::string_view word, const std::vector<std::string>& candidates);
+
+/// Parses token ids written as decimal integers separated by spaces, commas, tabs or newlines
+/// ("1 2 3", "1,2,3"). Throws dllm::UsageError naming `what` and the offending word on anything else
+/// (a non-number, a value outside int32).
+std::vector<int32_t> parse_ids(std::string_view text, std::string_view what);
+
+/// Reads token ids from a file: `.i32` files are raw int32 little-endian (size a multiple of 4);
+/// anything else is text parsed as in parse_ids. Throws dllm::Error naming the path when unreadable.
+std::vector<int32_t> read_ids_file(const std::string& path);
+
+/// Ids joined by single spaces.
+std::string join_ids(const std::vector<int32_t>& ids);
+
+}  // namespace dllm::cli
