@@ -2,6 +2,7 @@
 #include "gguf/inspect.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 namespace dllm::gguf {
@@ -59,8 +60,18 @@ std::string type_string(const Value& v) {
   return std::string("ARRAY[") + value_type_name(v.elem_type) + "]";
 }
 
-std::string format(const Value& v, size_t max_string) {
+/// Fewest significant digits that read back as the same float (1e-05, not 9.99999975e-06).
+std::string shortest_float(double x, bool single) {
   char buf[64];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    const double back = std::strtod(buf, nullptr);
+    if (single ? static_cast<float>(back) == static_cast<float>(x) : back == x) break;
+  }
+  return buf;
+}
+
+std::string format(const Value& v, size_t max_string) {
   switch (v.type) {
     case ValueType::UINT8:
     case ValueType::UINT16:
@@ -73,11 +84,9 @@ std::string format(const Value& v, size_t max_string) {
     case ValueType::INT64:
       return std::to_string(v.i);
     case ValueType::FLOAT32:
-      std::snprintf(buf, sizeof buf, "%.9g", v.f);
-      return buf;
+      return shortest_float(v.f, true);
     case ValueType::FLOAT64:
-      std::snprintf(buf, sizeof buf, "%.17g", v.f);
-      return buf;
+      return shortest_float(v.f, false);
     case ValueType::BOOL:
       return v.u ? "true" : "false";
     case ValueType::STRING:
