@@ -1,0 +1,296 @@
+// CpuForward: the LLaDA / Dream transformer on the CPU (both Llama-style, bidirectional):
+//   x = token_embd[tokens]
+//   per layer: h = RMSNorm(x) * attn_norm; q, k, v = h Wq (+bq), h Wk (+bk), h Wv (+bv);
+//              RoPE(q, k) (LLaDA normal pairs, Dream NEOX halves); a = softmax(q k^T / sqrt(hd)) v per
+//              head (kv head = q head / (n_head / n_head_kv)), no mask; x += a Wo;
+//              h = RMSNorm(x) * ffn_norm; x += (silu(h Wgate) * (h Wup)) Wdown
+//   logits[rows] = (RMSNorm(x[rows]) * output_norm) Woutput
+// (llama.cpp src/models/llada.cpp and dream.cpp build the same graph.) Matrices with Q4_K / Q6_K
+// weights see their input rounded to Q8_K first, as ggml-cpu does (../shared/reference/README.md,
+// "Numerics"); that rounding is done once per projection input and shared by Q/K/V and by gate/up.
+//
+// Threading: OpenMP, dynamic schedule. Matmuls are split into fixed output-row ranges (their size
+// depends on the matrix only, never on the thread count), attention into (head, query-token) items,
+// the row ops into tokens; each output element is computed by one thread in a fixed order, so the
+// logits are bit-identical for any thread count.
+#include "cpu/forward.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "cpu/ops.h"
+#include "model/model.h"
+#include "quant/quant.h"
+
+namespace dllm::cpu {
+
+int physical_core_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    std::set<std::pair<std::string, std::string>> cores;
+    bool readable = true;
+    for (int cpu = 0; cpu < CPU_SETSIZE && readable; ++cpu) {
+      if (!CPU_ISSET(cpu, &set)) continue;
+      const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+      std::ifstream pkg(dir + "physical_package_id"), core(dir + "core_id");
+      std::string p, c;
+      if (!(pkg >> p) || !(core >> c)) readable = false;
+      cores.emplace(p, c);
+    }
+    if (readable && !cores.empty()) return static_cast<int>(cores.size());
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+namespace {
+
+/// Rows per matmul work item: a multiple of the kernel's granularity, about 64 items per matrix, and
+/// a function of the matrix alone (so the split, and hence every output, is the same for any thread
+/// count).
+int64_t chunk_rows(const Matrix& m) {
+  const int64_t g = std::max<int64_t>(1, m.row_granularity());
+  const int64_t groups = std::max<int64_t>(1, m.n_out() / (g * 64));
+  return g * groups;
+}
+
+/// One matmul of a batch: y[t * ldy + o] = W x_t.
+struct MatmulJob {
+  const Matrix* m = nullptr;
+  const Activations* x = nullptr;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+}  // namespace
+
+struct CpuForward::Impl {
+  const model::Model& model;
+  model::ModelConfig c;
+  int64_t max_tokens = 0;
+  int n_threads = 1;
+
+  struct LayerMatrices {
+    std::unique_ptr<Matrix> q, k, v, o, gate, up, down;
+  };
+  std::vector<LayerMatrices> layers;
+  std::unique_ptr<Matrix> output;
+  RopeTable rope_table;
+
+  // Activation buffers, all sized for max_tokens rows (row-major, one row per token).
+  std::vector<float> x;         ///< residual stream, n_embd
+  std::vector<float> xn;        ///< normalized input of a projection, n_embd
+  std::vector<float> q, k, v;   ///< n_head * hd, n_head_kv * hd, n_head_kv * hd
+  std::vector<float> att;       ///< attention output before Wo, n_head * hd
+  std::vector<float> proj;      ///< output of Wo / Wdown before the residual add, n_embd
+  std::vector<float> gate, up;  ///< n_ff
+  std::vector<float> scores;    ///< n_threads x max_tokens: one attention score row per thread
+  std::vector<quant::block_q8_K> q8_embd, q8_att, q8_ff;  ///< Q8_K copies of xn / att / gate
+  bool q8_embd_used = false, q8_att_used = false, q8_ff_used = false, q8_head_used = false;
+
+  Impl(const model::Model& m, const ForwardOptions& opt) : model(m), c(m.config()) {
+    if (opt.max_tokens <= 0)
+      throw Error("max_tokens must be positive (got " + std::to_string(opt.max_tokens) + ")");
+    max_tokens = opt.max_tokens;
+    n_threads = opt.n_threads > 0 ? opt.n_threads : physical_core_count();
+    const Isa isa = opt.isa.value_or(Isa::kScalar);
+    if (opt.rope_mode) c.rope_mode = *opt.rope_mode;
+
+    auto make = [&](const gguf::TensorInfo* t) { return make_matrix(*t, m.data(*t), isa); };
+    for (const model::LayerWeights& lw : m.layers()) {
+      LayerMatrices lm;
+      lm.q = make(lw.attn_q);
+      lm.k = make(lw.attn_k);
+      lm.v = make(lw.attn_v);
+      lm.o = make(lw.attn_output);
+      lm.gate = make(lw.ffn_gate);
+      lm.up = make(lw.ffn_up);
+      lm.down = make(lw.ffn_down);
+      q8_embd_used |= lm.q->wants_q8k() || lm.k->wants_q8k() || lm.v->wants_q8k() || lm.gate->wants_q8k() ||
+                      lm.up->wants_q8k();
+      q8_att_used |= lm.o->wants_q8k();
+      q8_ff_used |= lm.down->wants_q8k();
+      layers.push_back(std::move(lm));
+    }
+    output = make(&m.output());
+    q8_head_used = output->wants_q8k();
+
+    rope_table = RopeTable(c.head_dim, max_tokens, c.rope_freq_base);
+
+    const auto L = static_cast<size_t>(max_tokens);
+    const auto n_q = static_cast<size_t>(c.n_head * c.head_dim);
+    const auto n_kv = static_cast<size_t>(c.n_head_kv * c.head_dim);
+    x.resize(L * c.n_embd);
+    xn.resize(L * c.n_embd);
+    q.resize(L * n_q);
+    k.resize(L * n_kv);
+    v.resize(L * n_kv);
+    att.resize(L * n_q);
+    proj.resize(L * c.n_embd);
+    gate.resize(L * c.n_ff);
+    up.resize(L * c.n_ff);
+    scores.resize(static_cast<size_t>(n_threads) * L);
+    // A Q4_K / Q6_K matrix's n_in is a multiple of 256 by its block geometry, so these divide.
+    if (q8_embd_used || q8_head_used) q8_embd.resize(L * (c.n_embd / quant::kQK_K));
+    if (q8_att_used) q8_att.resize(L * (n_q / quant::kQK_K));
+    if (q8_ff_used) q8_ff.resize(L * (c.n_ff / quant::kQK_K));
+  }
+
+  /// Runs every job's full output range, all jobs' work items in one parallel loop.
+  template <size_t N>
+  void matmul(const std::array<MatmulJob, N>& jobs) {
+    std::array<int64_t, N + 1> first{};  // first work item of each job
+    std::array<int64_t, N> chunk{};
+    for (size_t j = 0; j < N; ++j) {
+      chunk[j] = chunk_rows(*jobs[j].m);
+      first[j + 1] = first[j] + (jobs[j].m->n_out() + chunk[j] - 1) / chunk[j];
+    }
+    const int64_t n_items = first[N];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+    for (int64_t item = 0; item < n_items; ++item) {
+      size_t j = 0;
+      while (item >= first[j + 1]) ++j;
+      const MatmulJob& job = jobs[j];
+      const int64_t begin = (item - first[j]) * chunk[j];
+      const int64_t end = std::min(begin + chunk[j], job.m->n_out());
+      job.m->multiply(*job.x, begin, end, job.y, job.ldy);
+    }
+  }
+
+  /// Activations view of n rows of `f32` (n_in wide), quantized to Q8_K into `q8` when `use_q8`.
+  Activations activations(const float* f32, int64_t n, int64_t n_in, std::vector<quant::block_q8_K>& q8,
+                          bool use_q8) {
+    Activations a;
+    a.f32 = f32;
+    a.n_tokens = n;
+    a.n_in = n_in;
+    if (use_q8) {
+      const int64_t nb = n_in / quant::kQK_K;
+      quant::block_q8_K* dst = q8.data();
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t t = 0; t < n; ++t) quant::quantize_row_q8_K(f32 + t * n_in, dst + t * nb, n_in);
+      a.q8k = dst;
+    }
+    return a;
+  }
+
+  void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits) {
+    const auto n = static_cast<int64_t>(tokens.size());
+    if (n <= 0 || n > max_tokens) {
+      throw Error("forward: " + std::to_string(n) + " tokens, expected 1.." + std::to_string(max_tokens) +
+                  " (max_tokens)");
+    }
+    const int64_t n_vocab_embd = model.n_vocab_embd();
+    for (int64_t t = 0; t < n; ++t) {
+      if (tokens[t] < 0 || tokens[t] >= n_vocab_embd) {
+        throw Error("token id " + std::to_string(tokens[t]) + " at position " + std::to_string(t) +
+                    " is outside the vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
+      }
+    }
+    if (static_cast<int64_t>(rows.size()) > max_tokens) {
+      throw Error("forward: " + std::to_string(rows.size()) + " logits rows requested, at most " +
+                  std::to_string(max_tokens));
+    }
+    for (const int32_t r : rows) {
+      if (r < 0 || r >= n) {
+        throw Error("logits row " + std::to_string(r) + " is outside the sequence [0, " + std::to_string(n) +
+                    ")");
+      }
+    }
+
+    const int64_t d = c.n_embd, hd = c.head_dim;
+    const int64_t n_q = c.n_head * hd, n_kv = c.n_head_kv * hd;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+    // Token embeddings.
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t t = 0; t < n; ++t) model.dequantize_row(model.token_embd(), tokens[t], &x[t * d]);
+
+    for (size_t il = 0; il < layers.size(); ++il) {
+      const LayerMatrices& lm = layers[il];
+      const model::LayerWeights& lw = model.layers()[il];
+
+      // Attention block.
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t t = 0; t < n; ++t) rmsnorm(&x[t * d], lw.attn_norm.data(), &xn[t * d], d, c.rms_eps);
+      const Activations a_in = activations(xn.data(), n, d, q8_embd, q8_embd_used);
+      matmul(std::array<MatmulJob, 3>{MatmulJob{lm.q.get(), &a_in, q.data(), n_q},
+                                      MatmulJob{lm.k.get(), &a_in, k.data(), n_kv},
+                                      MatmulJob{lm.v.get(), &a_in, v.data(), n_kv}});
+      const bool bias = !lw.attn_q_bias.empty();
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t t = 0; t < n; ++t) {
+        float* qt = &q[t * n_q];
+        float* kt = &k[t * n_kv];
+        if (bias) {
+          add_inplace(qt, lw.attn_q_bias.data(), n_q);
+          add_inplace(kt, lw.attn_k_bias.data(), n_kv);
+          add_inplace(&v[t * n_kv], lw.attn_v_bias.data(), n_kv);
+        }
+        rope(qt, c.n_head, hd, rope_table.cos(t), rope_table.sin(t), c.rope_mode);
+        rope(kt, c.n_head_kv, hd, rope_table.cos(t), rope_table.sin(t), c.rope_mode);
+      }
+      attention(q.data(), k.data(), v.data(), n, c.n_head, c.n_head_kv, hd, scale, att.data(), scores.data(),
+                max_tokens, n_threads);
+      const Activations a_att = activations(att.data(), n, n_q, q8_att, lm.o->wants_q8k());
+      matmul(std::array<MatmulJob, 1>{MatmulJob{lm.o.get(), &a_att, proj.data(), d}});
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t t = 0; t < n; ++t) add_inplace(&x[t * d], &proj[t * d], d);
+
+        // Feed-forward block.
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t t = 0; t < n; ++t) rmsnorm(&x[t * d], lw.ffn_norm.data(), &xn[t * d], d, c.rms_eps);
+      const Activations f_in = activations(xn.data(), n, d, q8_embd, q8_embd_used);
+      matmul(std::array<MatmulJob, 2>{MatmulJob{lm.gate.get(), &f_in, gate.data(), c.n_ff},
+                                      MatmulJob{lm.up.get(), &f_in, up.data(), c.n_ff}});
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t t = 0; t < n; ++t) silu_mul(&gate[t * c.n_ff], &up[t * c.n_ff], &gate[t * c.n_ff], c.n_ff);
+      const Activations f_act = activations(gate.data(), n, c.n_ff, q8_ff, lm.down->wants_q8k());
+      matmul(std::array<MatmulJob, 1>{MatmulJob{lm.down.get(), &f_act, proj.data(), d}});
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t t = 0; t < n; ++t) add_inplace(&x[t * d], &proj[t * d], d);
+    }
+
+    // Final norm and LM head, only for the requested rows.
+    const auto n_rows = static_cast<int64_t>(rows.size());
+    if (n_rows == 0) return;
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t j = 0; j < n_rows; ++j)
+      rmsnorm(&x[rows[j] * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
+    const Activations h_in = activations(xn.data(), n_rows, d, q8_embd, q8_head_used);
+    matmul(std::array<MatmulJob, 1>{MatmulJob{output.get(), &h_in, logits, output->n_out()}});
+  }
+};
+
+CpuForward::CpuForward(const model::Model& model, const ForwardOptions& options)
+    : impl_(std::make_unique<Impl>(model, options)) {}
+
+CpuForward::~CpuForward() = default;
+
+void CpuForward::forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits) {
+  impl_->forward(tokens, rows, logits);
+}
+
+int64_t CpuForward::n_vocab() const {
+  return impl_->output->n_out();
+}
+int CpuForward::n_threads() const {
+  return impl_->n_threads;
+}
+int64_t CpuForward::max_tokens() const {
+  return impl_->max_tokens;
+}
+
+}  // namespace dllm::cpu

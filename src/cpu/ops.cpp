@@ -1,0 +1,115 @@
+// Scalar reference implementations of the row operations in ops.h.
+#include "cpu/ops.h"
+
+#include <omp.h>
+
+#include <cmath>
+
+namespace dllm::cpu {
+
+void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+}
+
+RopeTable::RopeTable(int64_t head_dim, int64_t max_pos, double freq_base)
+    : half_(head_dim / 2), max_pos_(max_pos) {
+  cos_.resize(static_cast<size_t>(max_pos * half_));
+  sin_.resize(cos_.size());
+  for (int64_t p = 0; p < max_pos; ++p) {
+    for (int64_t i = 0; i < half_; ++i) {
+      const double theta = static_cast<double>(p) *
+                           std::pow(freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+      cos_[static_cast<size_t>(p * half_ + i)] = static_cast<float>(std::cos(theta));
+      sin_[static_cast<size_t>(p * half_ + i)] = static_cast<float>(std::sin(theta));
+    }
+  }
+}
+
+void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
+          model::RopeMode mode) {
+  const int64_t half = head_dim / 2;
+  // Element stride between the two members of pair i, and the offset of pair i's first member.
+  const int64_t pair_gap = mode == model::RopeMode::kNorm ? 1 : half;
+  const int64_t step = mode == model::RopeMode::kNorm ? 2 : 1;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      float* a = v + i * step;
+      float* b = a + pair_gap;
+      const float x0 = *a, x1 = *b;
+      *a = x0 * cos[i] - x1 * sin[i];
+      *b = x0 * sin[i] + x1 * cos[i];
+    }
+  }
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  for (; i < n; ++i) acc[0] += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+void attention_row(const float* q, const float* k, int64_t k_stride, const float* v, int64_t v_stride,
+                   int64_t n_kv, int64_t head_dim, float scale, float* scores, float* out) {
+  float max = -INFINITY;
+  for (int64_t j = 0; j < n_kv; ++j) {
+    scores[j] = dot_f32(q, k + j * k_stride, head_dim) * scale;
+    if (scores[j] > max) max = scores[j];
+  }
+  double sum = 0.0;
+  for (int64_t j = 0; j < n_kv; ++j) {
+    scores[j] = std::exp(scores[j] - max);
+    sum += scores[j];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const float p = scores[j] * inv;
+    const float* vj = v + j * v_stride;
+    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * vj[d];
+  }
+}
+
+void attention(const float* q, const float* k, const float* v, int64_t n, int64_t n_head, int64_t n_head_kv,
+               int64_t head_dim, float scale, float* out, float* scratch, int64_t scratch_stride,
+               int n_threads) {
+  const int64_t group = n_head / n_head_kv;
+  const int64_t q_stride = n_head * head_dim, kv_stride = n_head_kv * head_dim;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(n_threads)
+  for (int64_t item = 0; item < n_head * n; ++item) {
+    const int64_t h = item / n, t = item % n;
+    const int64_t kvh = h / group;
+    float* scores = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_stride;
+    attention_row(q + t * q_stride + h * head_dim, k + kvh * head_dim, kv_stride, v + kvh * head_dim,
+                  kv_stride, n, head_dim, scale, scores, out + t * q_stride + h * head_dim);
+  }
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+int64_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (x[i] > x[best]) best = i;
+  }
+  return best;
+}
+
+}  // namespace dllm::cpu

@@ -1,0 +1,71 @@
+// The non-matmul operations of the forward pass, one token row or one attention row at a time.
+// Scalar f32 with f64 where ggml accumulates in double (RMSNorm sum of squares, softmax sum). Every
+// function is pure over its arguments: the forward pass threads over rows/heads and each output
+// element is computed by exactly one call, so results do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+
+namespace dllm::cpu {
+
+/// RMSNorm of one row (ggml_rms_norm then ggml_mul): y[i] = x[i] * (1 / sqrt(mean(x^2) + eps)) * w[i],
+/// the mean accumulated in double. x, w, y have n values; y may alias x.
+void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps);
+
+/// cos/sin of the RoPE angles pos * base^(-2i/head_dim), i < head_dim/2, for pos < max_pos, computed
+/// in double and rounded once. Row `pos` of cos()/sin() holds head_dim/2 values.
+class RopeTable {
+ public:
+  RopeTable() = default;
+  RopeTable(int64_t head_dim, int64_t max_pos, double freq_base);
+  const float* cos(int64_t pos) const { return cos_.data() + pos * half_; }
+  const float* sin(int64_t pos) const { return sin_.data() + pos * half_; }
+  int64_t head_dim() const { return 2 * half_; }
+  int64_t max_pos() const { return max_pos_; }
+
+ private:
+  int64_t half_ = 0;
+  int64_t max_pos_ = 0;
+  std::vector<float> cos_, sin_;
+};
+
+/// Rotates n_heads consecutive heads of head_dim values (one token's Q or K row) in place with the
+/// angles of one position (cos/sin: head_dim/2 values, e.g. RopeTable::cos(pos)). Pair i of a head is
+/// (2i, 2i+1) for RopeMode::kNorm (ggml "normal", LLaDA) and (i, i + head_dim/2) for kNeox (Dream);
+/// both rotate (a, b) -> (a cos - b sin, a sin + b cos) with angle index i.
+void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
+          model::RopeMode mode);
+
+/// One row of bidirectional attention: out = softmax(scale * q . k_j over j < n_kv) weighted sum of v_j.
+/// q, out: head_dim values; k_j = k + j * k_stride, v_j = v + j * v_stride (head_dim values each);
+/// scores: scratch of n_kv floats. Softmax as ggml: max-subtracted exp, sum in double.
+void attention_row(const float* q, const float* k, int64_t k_stride, const float* v, int64_t v_stride,
+                   int64_t n_kv, int64_t head_dim, float scale, float* scores, float* out);
+
+/// Bidirectional multi-head attention over n tokens (no mask), GQA: query head h reads kv head
+/// h / (n_head / n_head_kv) (llama.cpp's grouping, consecutive query heads share a kv head).
+/// q, out: n x (n_head * head_dim) row-major; k, v: n x (n_head_kv * head_dim). scale is usually
+/// 1/sqrt(head_dim). scratch: n_threads rows of scratch_stride >= n floats. Threads over (head, token)
+/// with OpenMP; each output row is computed by one attention_row call, so the result does not depend
+/// on n_threads.
+void attention(const float* q, const float* k, const float* v, int64_t n, int64_t n_head, int64_t n_head_kv,
+               int64_t head_dim, float scale, float* out, float* scratch, int64_t scratch_stride,
+               int n_threads);
+
+/// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may alias gate or up.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+
+/// y[i] += x[i].
+void add_inplace(float* y, const float* x, int64_t n);
+
+/// Index of the largest value (the first on ties); n >= 1.
+int64_t argmax(const float* x, int64_t n);
+
+/// f32 dot product with 8 independent accumulators summed in a fixed order (deterministic, and
+/// vectorizable without -ffast-math).
+float dot_f32(const float* a, const float* b, int64_t n);
+
+}  // namespace dllm::cpu

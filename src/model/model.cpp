@@ -1,0 +1,120 @@
+// Model::load: binds the GGUF tensors of a LLaDA / Dream file by their llama.cpp names
+// (src/llama-arch.cpp LLM_TENSOR_NAMES: token_embd, output_norm, output, blk.N.attn_norm, attn_q,
+// attn_k, attn_v, attn_output, attn_q/k/v.bias, ffn_norm, ffn_gate, ffn_up, ffn_down) and checks each
+// one's shape and type before any compute.
+#include "model/model.h"
+
+#include <map>
+#include <string>
+
+#include "base/error.h"
+#include "quant/quant.h"
+
+namespace dllm::model {
+
+namespace {
+
+std::string shape_string(const int64_t* ne, uint32_t n) {
+  std::string s = "[";
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(ne[i]);
+  }
+  return s + "]";
+}
+
+/// Finds `name` and checks its shape (ggml ne order). Trailing dimensions of 1 are ignored, so a
+/// 1-D tensor stored as [n, 1] still matches [n].
+const gguf::TensorInfo& require(const gguf::GgufFile& file, const std::string& name,
+                                std::initializer_list<int64_t> expected) {
+  const gguf::TensorInfo* t = file.find_tensor(name);
+  if (!t) throw Error("required tensor missing: " + name);
+  const std::vector<int64_t> want(expected);
+  bool ok = true;
+  for (uint32_t i = 0; i < 4; ++i) {
+    const int64_t w = i < want.size() ? want[i] : 1;
+    const int64_t have = i < t->n_dims ? t->ne[i] : 1;
+    if (w != have) ok = false;
+  }
+  if (!ok) {
+    throw Error("tensor shape mismatch for " + name + ": " + shape_string(t->ne, t->n_dims) + ", expected " +
+                shape_string(want.data(), static_cast<uint32_t>(want.size())));
+  }
+  return *t;
+}
+
+/// Checks that our decoders can read the tensor's type (norms, biases, embeddings).
+void require_decodable(const gguf::TensorInfo& t) {
+  if (!quant::can_dequantize(t.type)) {
+    throw Error("unsupported GGUF tensor type: " + gguf::type_name(t.type) + " (tensor " + t.name + ")");
+  }
+}
+
+std::vector<float> decode_vector(const gguf::GgufFile& file, const gguf::TensorInfo& t) {
+  require_decodable(t);
+  std::vector<float> v(static_cast<size_t>(t.n_elements()));
+  quant::dequantize_row(t.type, file.tensor_data(t), v.data(), t.n_elements());
+  return v;
+}
+
+}  // namespace
+
+Model::Model(const gguf::GgufFile& file) : file_(&file), config_(read_config(file)) {}
+
+Model Model::load(const gguf::GgufFile& file) {
+  Model m(file);
+  const ModelConfig& c = m.config_;
+  const int64_t hd = c.head_dim;
+  const int64_t n_q = c.n_head * hd;
+  const int64_t n_kv = c.n_head_kv * hd;
+  auto bind = [&](const std::string& name, std::initializer_list<int64_t> shape) {
+    const gguf::TensorInfo* t = &require(file, name, shape);
+    m.bound_.push_back(t);
+    return t;
+  };
+
+  m.token_embd_ = bind("token_embd.weight", {c.n_embd, c.n_vocab});
+  require_decodable(*m.token_embd_);
+  if (file.find_tensor("output.weight")) {
+    m.output_ = bind("output.weight", {c.n_embd, c.n_vocab});
+  } else {
+    m.output_ = m.token_embd_;  // tied embeddings (read_config took n_vocab from token_embd)
+  }
+  m.output_norm_ = decode_vector(file, *bind("output_norm.weight", {c.n_embd}));
+
+  m.layers_.resize(static_cast<size_t>(c.n_layer));
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    LayerWeights& l = m.layers_[static_cast<size_t>(i)];
+    const std::string p = "blk." + std::to_string(i) + ".";
+    l.attn_norm = decode_vector(file, *bind(p + "attn_norm.weight", {c.n_embd}));
+    l.attn_q = bind(p + "attn_q.weight", {c.n_embd, n_q});
+    l.attn_k = bind(p + "attn_k.weight", {c.n_embd, n_kv});
+    l.attn_v = bind(p + "attn_v.weight", {c.n_embd, n_kv});
+    if (c.has_qkv_bias) {
+      l.attn_q_bias = decode_vector(file, *bind(p + "attn_q.bias", {n_q}));
+      l.attn_k_bias = decode_vector(file, *bind(p + "attn_k.bias", {n_kv}));
+      l.attn_v_bias = decode_vector(file, *bind(p + "attn_v.bias", {n_kv}));
+    }
+    l.attn_output = bind(p + "attn_output.weight", {n_q, c.n_embd});
+    l.ffn_norm = decode_vector(file, *bind(p + "ffn_norm.weight", {c.n_embd}));
+    l.ffn_gate = bind(p + "ffn_gate.weight", {c.n_embd, c.n_ff});
+    l.ffn_up = bind(p + "ffn_up.weight", {c.n_embd, c.n_ff});
+    l.ffn_down = bind(p + "ffn_down.weight", {c.n_ff, c.n_embd});
+  }
+  return m;
+}
+
+void Model::dequantize_row(const gguf::TensorInfo& t, int64_t row, float* dst) const {
+  const uint8_t* src = file_->tensor_data(t) + static_cast<uint64_t>(row) * t.row_bytes();
+  quant::dequantize_row(t.type, src, dst, t.ne[0]);
+}
+
+std::vector<std::pair<std::string, int>> Model::type_mix() const {
+  std::map<uint32_t, int> counts;
+  for (const gguf::TensorInfo* t : bound_) ++counts[static_cast<uint32_t>(t->type)];
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& [type, n] : counts) out.emplace_back(gguf::type_name(type), n);
+  return out;
+}
+
+}  // namespace dllm::model

@@ -1,0 +1,81 @@
+// The weights of a LLaDA or Dream model, bound by their GGUF tensor names and checked once at load.
+// Matrices stay in the file's mapping (the compute backends prepare them); the small 1-D tensors
+// (RMSNorm weights, Dream's q/k/v biases) are decoded to f32 copies here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/config.h"
+
+namespace dllm::model {
+
+/// One transformer block, `blk.N.*`. Matrix shapes in ggml order ne = [n_in, n_out] (n_out rows of
+/// n_in contiguous values); hd = head_dim.
+struct LayerWeights {
+  const gguf::TensorInfo* attn_q = nullptr;       ///< [n_embd, n_head * hd]
+  const gguf::TensorInfo* attn_k = nullptr;       ///< [n_embd, n_head_kv * hd]
+  const gguf::TensorInfo* attn_v = nullptr;       ///< [n_embd, n_head_kv * hd]
+  const gguf::TensorInfo* attn_output = nullptr;  ///< [n_head * hd, n_embd]
+  const gguf::TensorInfo* ffn_gate = nullptr;     ///< [n_embd, n_ff]
+  const gguf::TensorInfo* ffn_up = nullptr;       ///< [n_embd, n_ff]
+  const gguf::TensorInfo* ffn_down = nullptr;     ///< [n_ff, n_embd]
+  std::vector<float> attn_norm;                   ///< n_embd
+  std::vector<float> ffn_norm;                    ///< n_embd
+  std::vector<float> attn_q_bias;                 ///< n_head * hd; empty without biases (LLaDA)
+  std::vector<float> attn_k_bias;                 ///< n_head_kv * hd; empty without biases
+  std::vector<float> attn_v_bias;                 ///< n_head_kv * hd; empty without biases
+};
+
+/// A loaded model: config + every tensor bound by name. Keeps a reference to `file`, which must
+/// outlive the Model (the matrices point into its mapping).
+class Model {
+ public:
+  /// Reads the config (read_config) and binds every tensor. Throws dllm::Error with exactly:
+  ///   "unsupported model architecture: <arch> (supported: llada, dream)"
+  ///   "required metadata key missing: <key>"
+  ///   "required tensor missing: <name>"
+  ///   "tensor shape mismatch for <name>: [a, b], expected [c, d]"   (ggml ne order)
+  ///   "unsupported GGUF tensor type: <type> (tensor <name>)"        (a type our decoders cannot read)
+  /// Matrix types without a matrix kernel (e.g. Q8_0) are accepted here and refused by the backend
+  /// (cpu::make_matrix) with "tensor <name> is <type>: matrix kernels exist for ...".
+  static Model load(const gguf::GgufFile& file);
+
+  const ModelConfig& config() const { return config_; }
+  const gguf::GgufFile& file() const { return *file_; }
+
+  /// token_embd.weight: [n_embd, n_vocab_embd], one n_embd row per token id.
+  const gguf::TensorInfo& token_embd() const { return *token_embd_; }
+  /// Rows of token_embd: the valid token ids are [0, n_vocab_embd()).
+  int64_t n_vocab_embd() const { return token_embd_->ne[1]; }
+  /// output.weight: [n_embd, n_vocab] (token_embd.weight when the file has no output.weight: tied).
+  const gguf::TensorInfo& output() const { return *output_; }
+  /// output_norm.weight decoded, n_embd.
+  const std::vector<float>& output_norm() const { return output_norm_; }
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+
+  /// Bytes of `t` inside the file's mapping.
+  const uint8_t* data(const gguf::TensorInfo& t) const { return file_->tensor_data(t); }
+
+  /// Decodes row `row` of `t` (ne[0] values) into dst: the token embedding lookup.
+  void dequantize_row(const gguf::TensorInfo& t, int64_t row, float* dst) const;
+
+  /// Counts per ggml type name over every bound tensor, e.g. {"F32": 9, "Q4_K": 25, "Q6_K": 5}, in
+  /// type-id order: for --verbose.
+  std::vector<std::pair<std::string, int>> type_mix() const;
+
+ private:
+  explicit Model(const gguf::GgufFile& file);
+
+  const gguf::GgufFile* file_;
+  ModelConfig config_;
+  const gguf::TensorInfo* token_embd_ = nullptr;
+  const gguf::TensorInfo* output_ = nullptr;
+  std::vector<float> output_norm_;
+  std::vector<LayerWeights> layers_;
+  std::vector<const gguf::TensorInfo*> bound_;  ///< every tensor bound, for type_mix()
+};
+
+}  // namespace dllm::model
