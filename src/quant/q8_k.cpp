@@ -1,6 +1,5 @@
 // Q8_K activation quantizer, the same arithmetic as ggml-quants.c quantize_row_q8_K_ref, so that
 // our integer dot products see the same int8 activations llama.cpp's CPU backend does.
-#include <bit>
 #include <cmath>
 
 #include "quant/quant.h"
@@ -9,11 +8,11 @@ namespace dllm::quant {
 
 namespace {
 
-/// Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23 puts the integer part in the
-/// low mantissa bits, and the f32 addition itself rounds half to even.
+/// Round to nearest, ties to even (the default rounding mode), as ggml's nearest_int does with its
+/// "add 1.5 * 2^23" trick. std::nearbyint is used instead of that trick because with FMA enabled
+/// a compiler may fuse `iscale * x + 1.5 * 2^23` into one rounding and round some ties differently.
 inline int nearest_int(float v) {
-  const float shifted = v + 12582912.0f;
-  return static_cast<int>(std::bit_cast<uint32_t>(shifted) & 0x007fffffu) - 0x00400000;
+  return static_cast<int>(std::nearbyint(v));
 }
 
 }  // namespace
