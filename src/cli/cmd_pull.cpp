@@ -1,11 +1,12 @@
-// `dllm pull SPEC`: downloads a model from the Hugging Face hub into the local cache and prints its path.
+// `dllm pull SPEC`: downloads a model from the Hugging Face hub into the local cache (or finds it
+// there) and prints the file's path on stdout. The ./dllm launcher's `pull` and `setup` call this.
 #include <iostream>
 #include <memory>
 
-#include "base/error.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/model_source.h"
+#include "hub/hub.h"
 
 namespace dllm::cli {
 
@@ -16,7 +17,8 @@ Command add_pull_command(CLI::App& root) {
   sub->add_option("model", o->model, "org/repo or org/repo:QUANT (e.g. :Q4_K_M)")->required();
   sub->add_flag("--offline", o->offline, "Only look in the local cache (also HF_HUB_OFFLINE=1)");
   return {sub, [o]() {
-            std::cout << resolve_model(o->model, offline_requested(*o)) << "\n";
+            const hub::ResolvedModel r = hub::pull(o->model, hub_options(offline_requested(*o)));
+            std::cout << r.path << "\n";
             return 0;
           }};
 }

@@ -54,7 +54,10 @@ Command add_run_command(CLI::App& root) {
   sub->add_flag("--json", o->json, "Print one JSON object (text, token ids, steps, timings, peak RSS)");
   sub->add_flag("-v,--verbose", o->verbose, "Print model, timings per step and peak memory to stderr");
   sub->add_option("--trace", o->trace, "Write one JSON line per step (committed positions, timings) to FILE");
-  return {sub, [o, prompt, prompt_pos, system]() {
+  return {sub, [o, sub, prompt, prompt_pos, system]() {
+            for (const CLI::Option* opt : sub->get_options()) {
+              if (opt->count() > 0) o->given.insert(opt->get_name());
+            }
             o->prompt_given = prompt->count() > 0 || prompt_pos->count() > 0;
             o->system_given = system->count() > 0;
             return run_generate(*o);

@@ -4,15 +4,18 @@
 
 #include <string>
 
+#include "hub/hub.h"
+
 namespace dllm::cli {
 
-/// True when `spec` has the form org/repo or org/repo:QUANT (no leading '.' or '/', exactly one '/',
-/// not ending in ".gguf"). A spec that names an existing file is always a path, whatever its form.
-bool looks_like_hub_spec(const std::string& spec);
+/// Hub options from the environment (hub::HubOptions::from_env), with --offline applied and the hub's
+/// status lines printed to stderr as "dllm: <line>".
+hub::HubOptions hub_options(bool offline);
 
-/// The local path of the model --model names. An existing file is returned as is; a hub spec goes
-/// through the hub client (downloading unless `offline`). Throws dllm::Error
-/// "model file not found: <path>" (exit 1) for a missing path, dllm::UsageError when `spec` is empty.
+/// The local path of the model --model names. An existing file is returned as is (no network); a
+/// directory is an error naming the path; anything else goes through hub::resolve_model (a missing
+/// path gives "model file not found: <path>", a repo spec is looked up in the cache or downloaded).
+/// Throws dllm::UsageError when `spec` is empty.
 std::string resolve_model(const std::string& spec, bool offline);
 
 }  // namespace dllm::cli

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "cli/common_flags.h"
@@ -34,6 +35,10 @@ struct RunOptions {
   bool json = false;                         ///< --json: one JSON object on stdout
   bool verbose = false;                      ///< --verbose: diagnostics on stderr
   std::string trace;                         ///< --trace FILE: per-step JSON lines
+  /// Long names of the flags given explicitly ("--alg", "--block-length", ...): per-architecture
+  /// defaults apply only to the others, and flags of the other architecture draw a warning.
+  std::set<std::string> given;
+  bool was_given(const std::string& flag) const { return given.count(flag) > 0; }
 };
 
 /// Runs the whole pipeline (resolve model, load, tokenize, denoise, print). Returns the exit code.

@@ -1,11 +1,237 @@
-// The pipeline of `dllm run`: model -> tokens -> denoising loop -> text.
+// The pipeline of `dllm run`: resolve the model, load it, build the prompt ids, run the architecture's
+// denoising loop over the CPU forward pass, print the answer (streamed as it becomes final) or JSON.
+// Defaults per architecture (README "Defaults"): LLaDA follows generate.py's chat settings
+// (block 32, steps = max tokens, low_confidence, temperature 0); Dream follows its model card's alg
+// (entropy) with temperature 0, eps 1e-3.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "base/error.h"
+#include "cli/cpu_logits_source.h"
+#include "cli/loaded_model.h"
+#include "cli/model_source.h"
+#include "cli/prompt.h"
 #include "cli/run_options.h"
+#include "cli/run_report.h"
+#include "cli/util.h"
+#include "cpu/dispatch.h"
+#include "cpu/forward.h"
+#include "diffusion/sampler.h"
+#include "diffusion/trace.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
 
 namespace dllm::cli {
 
+namespace {
+
+void warn(RunReport& report, const std::string& message) {
+  std::fprintf(stderr, "warning: %s\n", message.c_str());
+  report.warnings.push_back(message);
+}
+
+/// SamplerParams from the flags, the model and the tokenizer; per-architecture defaults for the flags
+/// not given. Flags meant for the other architecture draw a warning and are ignored.
+diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelConfig& cfg,
+                                        const tokenizer::Tokenizer& tok, int64_t n_vocab, RunReport& report) {
+  diffusion::SamplerParams p;
+  p.max_tokens = o.max_tokens;
+  p.steps = o.was_given("--steps") ? o.steps : o.max_tokens;
+  p.temperature = o.temperature;
+  p.seed = o.seed;
+  p.threshold = o.threshold;
+  p.shift_logits = cfg.shift_logits;
+  p.early_stop = !o.no_early_stop;
+  p.n_threads = o.compute.threads;
+  p.mask_id = tok.mask_id();
+  if (p.mask_id < 0) {
+    throw Error("model has no mask token (tokenizer.ggml.mask_token_id missing): not a diffusion model GGUF");
+  }
+  p.end_ids = tok.eog_ids();
+  p.sampleable = tok.sampleable_mask(static_cast<int32_t>(n_vocab));
+
+  if (cfg.arch == model::Arch::kLlada) {
+    p.schedule = diffusion::Schedule::kLlada;
+    p.remasking = diffusion::parse_remasking(o.remasking);
+    // One block when --max-tokens is not a multiple of the default 32 and --block-length was not given.
+    p.block_length =
+        o.was_given("--block-length") || o.max_tokens % o.block_length == 0 ? o.block_length : o.max_tokens;
+    for (const char* flag : {"--alg", "--alg-temp", "--top-p", "--top-k"}) {
+      if (o.was_given(flag)) warn(report, std::string(flag) + " applies to Dream models; ignored for llada");
+    }
+  } else {
+    p.schedule = diffusion::Schedule::kDream;
+    p.alg = diffusion::parse_dream_alg(o.alg.empty() ? "entropy" : o.alg);
+    p.alg_temp = o.alg_temp;
+    p.top_p = o.top_p;
+    p.top_k = o.top_k;
+    // Dream uses blocks only for threshold decoding; 0 = the whole canvas is one block.
+    p.block_length = o.was_given("--block-length") ? o.block_length : 0;
+    if (o.was_given("--remasking")) warn(report, "--remasking applies to LLaDA models; ignored for dream");
+    if (o.was_given("--block-length") && !o.threshold) {
+      warn(report, "--block-length applies to LLaDA models (or Dream with --threshold); ignored");
+    }
+  }
+  return p;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string describe_sampler(const diffusion::SamplerParams& p) {
+  std::string s;
+  if (p.schedule == diffusion::Schedule::kLlada) {
+    s = "llada: steps " + std::to_string(p.steps) + ", block " + std::to_string(p.block_length) +
+        ", remasking " + diffusion::remasking_name(p.remasking) + ", temperature " + fmt(p.temperature);
+  } else {
+    s = "dream: steps " + std::to_string(p.steps) + ", alg " + diffusion::dream_alg_name(p.alg) +
+        ", alg_temp " + fmt(p.alg_temp) + ", temperature " + fmt(p.temperature) + ", top_p " + fmt(p.top_p) +
+        ", top_k " + std::to_string(p.top_k) + ", eps " + fmt(p.eps);
+  }
+  if (p.threshold) s += ", threshold " + fmt(*p.threshold);
+  return s;
+}
+
+std::string quant_mix(const model::Model& m) {
+  std::string s;
+  for (const auto& [type, count] : m.type_mix()) {
+    s += (s.empty() ? "" : ", ") + type + " x" + std::to_string(count);
+  }
+  return s;
+}
+
+}  // namespace
+
 int run_generate(RunOptions& o) {
-  throw Error("dllm run is not available yet: the tokenizer and diffusion samplers have not landed");
+  Stopwatch total;
+  RunReport report;
+  report.seed = o.seed;
+  report.max_tokens = o.max_tokens;
+  const tokenizer::ChatOptions chat = chat_options(o);  // usage errors before any file I/O
+
+  // Load: file, weights, tokenizer, matrices.
+  report.model_path = resolve_model(o.model.model, offline_requested(o.model));
+  Stopwatch load_watch;
+  LoadedModel m = load_model(report.model_path);
+  const model::ModelConfig& cfg = m.model->config();
+  report.arch = cfg.arch_name;
+  report.quant_mix = quant_mix(*m.model);
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(*m.file);
+  const double tokenizer_ms = load_watch.elapsed_ms();
+
+  Stopwatch tok_watch;
+  report.prompt_tokens = tokenizer::prompt_tokens(tok, chat);
+  report.tokenize_ms = tok_watch.elapsed_ms();
+  const int64_t n_prompt = static_cast<int64_t>(report.prompt_tokens.size());
+  if (cfg.n_ctx_train > 0) {
+    tokenizer::check_context(report.prompt_tokens.size(), static_cast<size_t>(cfg.n_ctx_train), "prompt");
+    tokenizer::check_context(report.prompt_tokens.size() + static_cast<size_t>(o.max_tokens),
+                             static_cast<size_t>(cfg.n_ctx_train), "prompt + --max-tokens canvas");
+  }
+
+  Stopwatch fwd_watch;
+  cpu::ForwardOptions fo;
+  fo.max_tokens = n_prompt + o.max_tokens;
+  fo.n_threads = o.compute.threads;
+  fo.isa = cpu::choose_isa(o.compute.isa);
+  cpu::CpuForward forward(*m.model, fo);
+  report.load_ms = tokenizer_ms + fwd_watch.elapsed_ms();
+  report.isa = cpu::isa_name(*fo.isa);
+  report.threads = forward.n_threads();
+
+  CpuLogitsSource source(forward);
+  diffusion::SamplerParams params = sampler_params(o, cfg, tok, forward.n_vocab(), report);
+  report.sampler = describe_sampler(params);
+  for (const std::string& w : diffusion::check_params(params, n_prompt, forward.n_vocab())) warn(report, w);
+
+  if (o.verbose) {
+    std::fprintf(stderr, "model: %s\n", report.model_path.c_str());
+    std::fprintf(stderr, "arch: %s (%lld layers, n_embd %lld, %lld/%lld heads, n_ff %lld, vocab %lld)\n",
+                 cfg.arch_name.c_str(), static_cast<long long>(cfg.n_layer),
+                 static_cast<long long>(cfg.n_embd), static_cast<long long>(cfg.n_head),
+                 static_cast<long long>(cfg.n_head_kv), static_cast<long long>(cfg.n_ff),
+                 static_cast<long long>(cfg.n_vocab));
+    std::fprintf(stderr, "quantization: %s\n", report.quant_mix.c_str());
+    std::fprintf(stderr, "%s\n", cpu::describe_isa(*fo.isa).c_str());
+    std::fprintf(stderr, "threads: %d\n", report.threads);
+    std::fprintf(stderr, "prompt: %lld tokens; canvas: %lld + %lld = %lld tokens\n",
+                 static_cast<long long>(n_prompt), static_cast<long long>(n_prompt),
+                 static_cast<long long>(o.max_tokens), static_cast<long long>(n_prompt + o.max_tokens));
+    std::fprintf(stderr, "sampler: %s, seed %llu\n", report.sampler.c_str(),
+                 static_cast<unsigned long long>(o.seed));
+    std::fprintf(stderr, "load: %.1f ms\n", report.load_ms);
+  }
+
+  std::unique_ptr<diffusion::TraceWriter> trace;
+  if (!o.trace.empty()) trace = std::make_unique<diffusion::TraceWriter>(o.trace);
+
+  // Streaming: print answer tokens as soon as they can no longer change (stable_answer_len), through
+  // a StreamDecoder so a multi-byte character split across tokens is printed whole.
+  const bool stream = !o.json;
+  tokenizer::StreamDecoder printer(tok);
+  int64_t printed = 0;
+  std::string text;
+  auto emit = [&](const std::string& piece) {
+    text += piece;
+    if (stream && !piece.empty()) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+  };
+
+  diffusion::SamplerCallbacks callbacks;
+  callbacks.on_step = [&](const diffusion::StepInfo& s) {
+    report.step_ms.push_back(s.forward_ms + s.sample_ms);
+    report.forward_ms.push_back(s.forward_ms);
+    if (o.verbose) {
+      std::fprintf(stderr, "step %lld: %.1f ms (forward %.1f, sample %.1f), committed %zu, masks left %lld\n",
+                   static_cast<long long>(s.step), s.forward_ms + s.sample_ms, s.forward_ms, s.sample_ms,
+                   s.positions.size(), static_cast<long long>(s.masks_left));
+    }
+    if (trace) trace->write(s);
+    for (; printed < s.stable_answer_len; ++printed) emit(printer.push(s.canvas[n_prompt + printed]));
+  };
+
+  Stopwatch gen_watch;
+  const diffusion::GenerateResult result =
+      diffusion::generate(source, report.prompt_tokens, params, callbacks);
+  report.generate_ms = gen_watch.elapsed_ms();
+  for (; printed < static_cast<int64_t>(result.answer.size()); ++printed)
+    emit(printer.push(result.answer[printed]));
+  emit(printer.flush());
+  if (stream) {
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
+
+  report.text = text;
+  report.answer = result.answer;
+  report.generated.assign(result.canvas.begin() + n_prompt, result.canvas.end());
+  report.steps_run = result.steps_run;
+  report.steps_planned = result.steps_planned;
+  report.stopped_early = result.stopped_early;
+  report.ended_with_end_token = result.ended_with_end_token;
+  for (const auto& w : result.warnings) {
+    bool seen = false;
+    for (const auto& r : report.warnings) seen = seen || r == w;
+    if (!seen) warn(report, w);
+  }
+  report.peak_rss_bytes = peak_rss_bytes();
+  report.total_ms = total.elapsed_ms();
+
+  if (o.verbose) print_verbose_summary(report);
+  if (o.json) {
+    const std::string j = report_json(report);
+    std::fwrite(j.data(), 1, j.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
+  return 0;
 }
 
 }  // namespace dllm::cli
