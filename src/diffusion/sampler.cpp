@@ -1,0 +1,460 @@
+// The denoising loops. One Run object per generate() call holds the mutable state (canvas, logits
+// buffer); SamplerParams stay read-only, so several generations can run side by side.
+#include "diffusion/sampler.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "diffusion/rng.h"
+#include "diffusion/row_ops.h"
+
+namespace dllm::diffusion {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string num(int64_t v) {
+  return std::to_string(v);
+}
+
+/// Multiples of `unit` nearest to `value` (the one below when positive, and the one above), "a or b".
+std::string nearest_multiples(int64_t value, int64_t unit) {
+  const int64_t below = value / unit * unit;
+  const int64_t above = below + unit;
+  if (below > 0 && below != value) return num(below) + " or " + num(above);
+  return num(above);
+}
+
+/// Divisors of n, at most `limit` of them, those nearest to `near` first, listed increasing.
+std::string divisors_near(int64_t n, int64_t near, size_t limit) {
+  std::vector<int64_t> d;
+  for (int64_t i = 1; i * i <= n; ++i) {
+    if (n % i) continue;
+    d.push_back(i);
+    if (i != n / i) d.push_back(n / i);
+  }
+  std::sort(d.begin(), d.end(), [&](int64_t a, int64_t b) {
+    const int64_t da = std::abs(a - near), db = std::abs(b - near);
+    return da < db || (da == db && a < b);
+  });
+  if (d.size() > limit) d.resize(limit);
+  std::sort(d.begin(), d.end());
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + num(d[i]);
+  return s;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+/// Dream (non-origin) reveal counts for the whole run: masks left drop by exactly the count each step.
+std::vector<int64_t> dream_counts(int64_t max_tokens, int64_t steps, double eps) {
+  const std::vector<float> ts = dream_timesteps(steps, eps);
+  std::vector<int64_t> counts;
+  int64_t left = max_tokens;
+  for (int64_t i = 0; i < steps; ++i) {
+    const int64_t k = std::min(left, dream_transfer_count(left, i, ts));
+    counts.push_back(k);
+    left -= k;
+  }
+  return counts;
+}
+
+struct Candidate {
+  int32_t pos = 0;
+  int32_t token = 0;
+  double conf = 0.0;
+};
+
+/// Higher confidence first; equal confidences in position order (torch.topk leaves ties unspecified).
+bool more_confident(const Candidate& a, const Candidate& b) {
+  return a.conf > b.conf || (a.conf == b.conf && a.pos < b.pos);
+}
+
+class Run {
+ public:
+  Run(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& p,
+      const SamplerCallbacks& cb)
+      : model_(model), p_(p), cb_(cb) {
+    n_vocab_ = model.n_vocab();
+    result_.warnings = check_params(p, static_cast<int64_t>(prompt.size()), n_vocab_);
+    for (const auto& w : result_.warnings)
+      if (cb_.on_warning) cb_.on_warning(w);
+    prompt_len_ = static_cast<int64_t>(prompt.size());
+    canvas_.assign(prompt.begin(), prompt.end());
+    canvas_.resize(static_cast<size_t>(prompt_len_ + p.max_tokens), p.mask_id);
+    masks_left_ = p.max_tokens;
+    allowed_.assign(static_cast<size_t>(n_vocab_), 1);
+    if (!p.sampleable.empty())
+      for (int64_t id = 0; id < n_vocab_; ++id)
+        allowed_[id] = id < static_cast<int64_t>(p.sampleable.size()) && p.sampleable[id];
+    allowed_[p.mask_id] = 0;
+    is_end_.assign(static_cast<size_t>(n_vocab_), 0);
+    for (int32_t e : p.end_ids)
+      if (e >= 0 && e < n_vocab_) is_end_[e] = 1;
+    n_threads_ = p.n_threads > 0 ? p.n_threads : omp_get_max_threads();
+  }
+
+  GenerateResult go() {
+    result_.steps_planned = planned_steps();
+    if (p_.schedule == Schedule::kLlada)
+      run_llada();
+    else
+      run_dream();
+    result_.canvas = canvas_;
+    result_.steps_run = steps_run_;
+    for (int64_t i = prompt_len_; i < static_cast<int64_t>(canvas_.size()); ++i) {
+      const int32_t t = canvas_[i];
+      if (t == p_.mask_id) break;  // only reachable if a LogitsSource throws mid-way; never print masks
+      if (t >= 0 && t < n_vocab_ && is_end_[t]) {
+        result_.ended_with_end_token = true;
+        break;
+      }
+      result_.answer.push_back(t);
+    }
+    return std::move(result_);
+  }
+
+ private:
+  int64_t planned_steps() const {
+    if (p_.threshold) return p_.max_tokens;  // at least one commit per step
+    if (p_.schedule == Schedule::kLlada) {
+      const int64_t nb = p_.max_tokens / p_.block_length;
+      const auto counts = llada_transfer_counts(p_.block_length, p_.steps / nb);
+      return nb * std::count_if(counts.begin(), counts.end(), [](int64_t k) { return k > 0; });
+    }
+    if (p_.alg == DreamAlg::kOrigin) return p_.steps;  // random: an upper bound
+    const auto counts = dream_counts(p_.max_tokens, p_.steps, p_.eps);
+    return std::count_if(counts.begin(), counts.end(), [](int64_t k) { return k > 0; });
+  }
+
+  bool is_mask(int64_t pos) const { return canvas_[pos] == p_.mask_id; }
+
+  std::vector<int32_t> masked_in(int64_t begin, int64_t end) const {
+    std::vector<int32_t> v;
+    for (int64_t i = begin; i < end; ++i)
+      if (is_mask(i)) v.push_back(static_cast<int32_t>(i));
+    return v;
+  }
+
+  /// One forward pass; afterwards row_logits(j) is the logits row used for positions[j] (shifted to
+  /// the model's row pos-1 when shift_logits; position 0 uses row 0).
+  void fetch_logits(const std::vector<int32_t>& positions) {
+    rows_.clear();
+    row_of_.clear();
+    for (int32_t pos : positions) {
+      const int32_t r = p_.shift_logits ? std::max(pos - 1, 0) : pos;
+      if (rows_.empty() || rows_.back() != r) rows_.push_back(r);
+      row_of_.push_back(rows_.size() - 1);
+    }
+    const size_t need = rows_.size() * static_cast<size_t>(n_vocab_);
+    if (logits_.size() < need) logits_.resize(need);
+    const auto t0 = Clock::now();
+    model_.logits(canvas_, rows_, logits_.data());
+    forward_ms_ = ms_since(t0);
+  }
+
+  std::span<const float> row_logits(size_t j) const {
+    return {logits_.data() + row_of_[j] * static_cast<size_t>(n_vocab_), static_cast<size_t>(n_vocab_)};
+  }
+
+  /// Token and confidence for every position, threaded over positions (each row is serial and
+  /// draws from its own (seed, step, position) streams, so the thread count changes nothing).
+  std::vector<Candidate> score(const std::vector<int32_t>& positions, int64_t rng_step, bool llada,
+                               DreamConfidence kind) {
+    std::vector<Candidate> out(positions.size());
+    const int64_t n = static_cast<int64_t>(positions.size());
+#pragma omp parallel num_threads(n_threads_)
+    {
+      std::vector<double> probs;
+      std::vector<int32_t> order;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t j = 0; j < n; ++j) {
+        const int32_t pos = positions[j];
+        RowChoice c;
+        if (llada) {
+          Rng g = Rng::stream(p_.seed, RngPurpose::kGumbel, rng_step, pos);
+          c = llada_row(row_logits(j), allowed_, p_.temperature, &g);
+          if (p_.remasking == Remasking::kRandom)
+            c.confidence = Rng::stream(p_.seed, RngPurpose::kRandomRemask, rng_step, pos).uniform_open();
+        } else {
+          Rng g = Rng::stream(p_.seed, RngPurpose::kCategorical, rng_step, pos);
+          c = dream_row(row_logits(j), allowed_, p_.temperature, p_.top_p, p_.top_k, kind, &g, probs, order);
+        }
+        out[j] = {pos, c.token, c.confidence};
+      }
+    }
+    return out;
+  }
+
+  /// Fast-dLLM get_transfer_index with a threshold: the most confident always, then every other
+  /// one with confidence >= threshold.
+  std::vector<Candidate> select_threshold(std::vector<Candidate> c) const {
+    std::sort(c.begin(), c.end(), more_confident);
+    size_t n = 1;
+    while (n < c.size() && c[n].conf >= *p_.threshold) ++n;
+    c.resize(n);
+    return c;
+  }
+
+  std::vector<Candidate> select_topk(std::vector<Candidate> c, int64_t k) const {
+    std::sort(c.begin(), c.end(), more_confident);
+    c.resize(std::min<size_t>(c.size(), static_cast<size_t>(k)));
+    return c;
+  }
+
+  /// Dream alg_temp > 0: torch.multinomial(softmax(confidence / alg_temp), k) without replacement,
+  /// drawn as the k largest w_j / E_j with E_j ~ Exp(1) (an exact sampler for successive draws
+  /// proportional to w), one uniform per position.
+  std::vector<Candidate> select_multinomial(std::vector<Candidate> c, int64_t k, int64_t rng_step) const {
+    double m = -std::numeric_limits<double>::infinity();
+    for (const auto& x : c) m = std::max(m, x.conf / p_.alg_temp);
+    std::vector<std::pair<double, size_t>> keys;
+    for (size_t j = 0; j < c.size(); ++j) {
+      const double w = std::exp(c[j].conf / p_.alg_temp - m);  // unnormalised softmax weight
+      const double e =
+          -std::log(Rng::stream(p_.seed, RngPurpose::kAlgTemp, rng_step, c[j].pos).uniform_open());
+      keys.push_back({w / e, j});
+    }
+    std::stable_sort(keys.begin(), keys.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<Candidate> out;
+    for (int64_t i = 0; i < k && i < static_cast<int64_t>(keys.size()); ++i) out.push_back(c[keys[i].second]);
+    return out;
+  }
+
+  void commit(std::vector<Candidate> chosen, int64_t block, Clock::time_point t_step) {
+    std::sort(chosen.begin(), chosen.end(),
+              [](const Candidate& a, const Candidate& b) { return a.pos < b.pos; });
+    std::vector<int32_t> pos, tok;
+    std::vector<float> conf;
+    for (const auto& c : chosen) {
+      canvas_[c.pos] = c.token;
+      --masks_left_;
+      pos.push_back(c.pos);
+      tok.push_back(c.token);
+      conf.push_back(static_cast<float>(c.conf));
+    }
+    // The answer is final once the first position after the prompt that is masked or holds an end
+    // token holds an end token (or there is none): committed tokens are never remasked.
+    int64_t j = prompt_len_;
+    const int64_t n = static_cast<int64_t>(canvas_.size());
+    while (j < n && !is_mask(j) && !is_end_[canvas_[j]]) ++j;
+    const bool final = j == n || !is_mask(j);
+    StepInfo info;
+    info.step = steps_run_;
+    info.block = block;
+    info.positions = pos;
+    info.tokens = tok;
+    info.confidences = conf;
+    info.masks_left = masks_left_;
+    info.forward_ms = forward_ms_;
+    info.sample_ms = std::max(0.0, ms_since(t_step) - forward_ms_);
+    info.canvas = canvas_;
+    info.stable_answer_len = j - prompt_len_;
+    info.answer_final = final;
+    ++steps_run_;
+    if (cb_.on_step) cb_.on_step(info);
+    if (final && masks_left_ > 0 && p_.early_stop) {
+      result_.stopped_early = true;
+      done_ = true;
+    }
+  }
+
+  // ---- LLaDA generate.py ----
+  void llada_step(int64_t block, int64_t begin, int64_t end, int64_t k, int64_t rng_step) {
+    const auto t0 = Clock::now();
+    // Positions after the block get confidence -inf (l.109) and committed ones are not masked
+    // (l.111-112): the candidates are the block's masked positions.
+    const auto positions = masked_in(begin, end);
+    if (positions.empty()) return;
+    fetch_logits(positions);
+    auto scored = score(positions, rng_step, /*llada=*/true, DreamConfidence::kProb);
+    commit(p_.threshold ? select_threshold(std::move(scored)) : select_topk(std::move(scored), k), block, t0);
+  }
+
+  void run_llada() {
+    const int64_t bl = p_.block_length;
+    const int64_t nb = p_.max_tokens / bl;
+    int64_t rng_step = 0;
+    for (int64_t b = 0; b < nb && !done_; ++b) {
+      const int64_t begin = prompt_len_ + b * bl, end = begin + bl;
+      if (p_.threshold) {
+        while (!done_ && !masked_in(begin, end).empty()) llada_step(b, begin, end, 0, rng_step++);
+        continue;
+      }
+      const int64_t spb = p_.steps / nb;
+      // get_num_transfer_tokens on the block's mask count, taken once at the block start (l.75-76).
+      const auto counts = llada_transfer_counts(static_cast<int64_t>(masked_in(begin, end).size()), spb);
+      for (int64_t i = 0; i < spb && !done_; ++i, ++rng_step) {
+        if (counts[i] == 0) continue;  // topk(k=0) commits nothing: skip the forward pass
+        llada_step(b, begin, end, counts[i], rng_step);
+      }
+    }
+  }
+
+  // ---- Dream _sample ----
+  DreamConfidence dream_kind() const {
+    switch (p_.alg) {
+      case DreamAlg::kTopkMargin:
+        return DreamConfidence::kMargin;
+      case DreamAlg::kEntropy:
+        return DreamConfidence::kNegEntropy;
+      default:
+        return DreamConfidence::kProb;
+    }
+  }
+
+  void run_dream() {
+    const int64_t n = static_cast<int64_t>(canvas_.size());
+    if (p_.threshold) {
+      // Fast-dLLM's threshold rule over semi-autoregressive blocks (its Dream block sampler), ranked by
+      // p(x0) as its confidence_threshold alg does; the last block may be shorter.
+      const int64_t bl = p_.block_length > 0 ? std::min(p_.block_length, p_.max_tokens) : p_.max_tokens;
+      int64_t rng_step = 0;
+      for (int64_t begin = prompt_len_, b = 0; begin < n && !done_; begin += bl, ++b) {
+        const int64_t end = std::min(n, begin + bl);
+        for (;;) {
+          if (done_) break;
+          const auto positions = masked_in(begin, end);
+          if (positions.empty()) break;
+          const auto t0 = Clock::now();
+          fetch_logits(positions);
+          auto scored = score(positions, rng_step++, /*llada=*/false, DreamConfidence::kProb);
+          commit(select_threshold(std::move(scored)), b, t0);
+        }
+      }
+      return;
+    }
+    const std::vector<float> ts = dream_timesteps(p_.steps, p_.eps);
+    for (int64_t i = 0; i < p_.steps && !done_ && masks_left_ > 0; ++i) {
+      const auto t0 = Clock::now();
+      auto positions = masked_in(prompt_len_, n);
+      if (p_.alg == DreamAlg::kOrigin) {
+        // Each masked position is revealed with probability 1 - s/t (torch.rand(...) < p_transfer);
+        // the draws do not depend on the logits, so a step that reveals nothing skips the forward.
+        const float pt = dream_transfer_probability(i, ts);
+        std::vector<int32_t> chosen;
+        for (int32_t pos : positions)
+          if (Rng::stream(p_.seed, RngPurpose::kOriginTransfer, i, pos).uniform_open() <
+              static_cast<double>(pt))
+            chosen.push_back(pos);
+        if (chosen.empty()) continue;
+        fetch_logits(chosen);
+        commit(score(chosen, i, /*llada=*/false, DreamConfidence::kProb), 0, t0);
+        continue;
+      }
+      const int64_t k = dream_transfer_count(masks_left_, i, ts);
+      if (k <= 0)
+        continue;  // topk with k = 0 is skipped by the reference too (`if number_transfer_tokens > 0`)
+      fetch_logits(positions);
+      auto scored = score(positions, i, /*llada=*/false, dream_kind());
+      commit(
+          p_.alg_temp > 0 ? select_multinomial(std::move(scored), k, i) : select_topk(std::move(scored), k),
+          0, t0);
+    }
+  }
+
+  LogitsSource& model_;
+  const SamplerParams& p_;
+  const SamplerCallbacks& cb_;
+  int64_t n_vocab_ = 0;
+  int64_t prompt_len_ = 0;
+  int n_threads_ = 1;
+  std::vector<int32_t> canvas_;
+  std::vector<uint8_t> allowed_;
+  std::vector<uint8_t> is_end_;
+  std::vector<float> logits_;
+  std::vector<int32_t> rows_;
+  std::vector<size_t> row_of_;
+  double forward_ms_ = 0;
+  int64_t masks_left_ = 0;
+  int64_t steps_run_ = 0;
+  bool done_ = false;
+  GenerateResult result_;
+};
+
+}  // namespace
+
+std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len, int64_t n_vocab) {
+  if (p.max_tokens <= 0) throw UsageError("max_tokens must be at least 1 (got " + num(p.max_tokens) + ")");
+  if (p.steps <= 0) throw UsageError("steps must be at least 1 (got " + num(p.steps) + ")");
+  if (prompt_len + p.max_tokens > std::numeric_limits<int32_t>::max())
+    throw UsageError("prompt + max_tokens is too long (" + num(prompt_len + p.max_tokens) + " positions)");
+  if (!(p.temperature >= 0.0) || !std::isfinite(p.temperature))
+    throw UsageError("temperature must be >= 0 (got " + std::to_string(p.temperature) + ")");
+  if (p.threshold && !(*p.threshold >= 0.0 && *p.threshold <= 1.0))
+    throw UsageError("threshold must be in [0, 1] (got " + std::to_string(*p.threshold) +
+                     "); 0.9 is Fast-dLLM's default");
+  if (p.mask_id < 0 || p.mask_id >= n_vocab)
+    throw Error("mask token id " + num(p.mask_id) + " is outside the model's " + num(n_vocab) +
+                " logit rows");
+  bool any = false;
+  for (int64_t id = 0; id < n_vocab && !any; ++id)
+    any = id != p.mask_id &&
+          (p.sampleable.empty() || (id < static_cast<int64_t>(p.sampleable.size()) && p.sampleable[id]));
+  if (!any) throw Error("no token id can be sampled: the tokenizer defines none besides the mask token");
+
+  int64_t max_per_step = 0;
+  if (p.schedule == Schedule::kLlada) {
+    if (p.block_length <= 0)
+      throw UsageError("block_length must be at least 1 (got " + num(p.block_length) + ")");
+    if (p.max_tokens % p.block_length != 0)
+      throw UsageError("max_tokens " + num(p.max_tokens) + " is not a multiple of block_length " +
+                       num(p.block_length) + ": use max_tokens " +
+                       nearest_multiples(p.max_tokens, p.block_length) + ", or a block_length that divides " +
+                       num(p.max_tokens) + " (" + divisors_near(p.max_tokens, p.block_length, 6) + ")");
+    const int64_t nb = p.max_tokens / p.block_length;
+    if (!p.threshold && p.steps % nb != 0)
+      throw UsageError("steps " + num(p.steps) + " is not a multiple of the block count " + num(nb) +
+                       " (max_tokens " + num(p.max_tokens) + " / block_length " + num(p.block_length) +
+                       "): use steps " + nearest_multiples(p.steps, nb));
+    if (!p.threshold) max_per_step = ceil_div(p.block_length, p.steps / nb);
+  } else {
+    if (p.block_length < 0) throw UsageError("block_length must be >= 0 (got " + num(p.block_length) + ")");
+    if (!(p.eps > 0.0 && p.eps < 1.0))
+      throw UsageError("eps must be in (0, 1) (got " + std::to_string(p.eps) + ")");
+    if (!(p.top_p > 0.0 && p.top_p <= 1.0))
+      throw UsageError("top_p must be in (0, 1] (got " + std::to_string(p.top_p) + "); 1 turns it off");
+    if (p.top_k < 0) throw UsageError("top_k must be >= 0 (got " + num(p.top_k) + "); 0 turns it off");
+    if (!(p.alg_temp >= 0.0) || !std::isfinite(p.alg_temp))
+      throw UsageError("alg_temp must be >= 0 (got " + std::to_string(p.alg_temp) + ")");
+    if (!p.threshold) {
+      if (p.alg == DreamAlg::kOrigin) {
+        max_per_step = ceil_div(p.max_tokens, p.steps);  // expected count; the draw is random
+      } else {
+        const auto counts = dream_counts(p.max_tokens, p.steps, p.eps);
+        max_per_step = *std::max_element(counts.begin(), counts.end());
+      }
+    }
+  }
+  std::vector<std::string> warnings;
+  if (max_per_step > 4)
+    warnings.push_back("up to " + num(max_per_step) + " tokens are committed per step (max_tokens " +
+                       num(p.max_tokens) + ", steps " + num(p.steps) +
+                       ") without a confidence threshold: parallel decoding without a gate degrades the text "
+                       "(repeated words); use more steps or threshold decoding");
+  return warnings;
+}
+
+GenerateResult generate(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& params,
+                        const SamplerCallbacks& callbacks) {
+  Run run(model, prompt, params, callbacks);
+  return run.go();
+}
+
+}  // namespace dllm::diffusion
