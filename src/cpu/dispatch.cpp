@@ -1,0 +1,164 @@
+// CPUID + XGETBV feature detection and the ISA choice (see dispatch.h). Plain C++ plus two inline
+// asm helpers from <cpuid.h>; no SIMD intrinsics, so this file runs on any x86-64.
+#include "cpu/dispatch.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "base/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define DLLM_X86 1
+#endif
+
+namespace dllm::cpu {
+namespace {
+
+#ifdef DLLM_X86
+// XCR0: which register states the OS saves on context switch. _xgetbv() needs -mxsave, so the
+// instruction is spelled out; callers check CPUID.1:ECX.OSXSAVE first.
+uint64_t read_xcr0() {
+  uint32_t eax = 0, edx = 0;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (uint64_t(edx) << 32) | eax;
+}
+#endif
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#ifdef DLLM_X86
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  const unsigned max_leaf = a;
+  __cpuid_count(1, 0, a, b, c, d);
+  const bool osxsave = (c >> 27) & 1;
+  const bool avx = (c >> 28) & 1;
+  if (!osxsave || !avx) return f;
+  const uint64_t xcr0 = read_xcr0();
+  const bool os_avx = (xcr0 & 0x6) == 0x6;       // XMM (bit 1) and YMM (bit 2) state
+  const bool os_avx512 = (xcr0 & 0xE6) == 0xE6;  // plus opmask, ZMM_Hi256, Hi16_ZMM (bits 5-7)
+  if (!os_avx) return f;
+  f.fma = (c >> 12) & 1;
+  f.f16c = (c >> 29) & 1;
+  if (max_leaf < 7) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  const unsigned ebx7 = b, ecx7 = c, max_sub7 = a;
+  f.avx2 = (ebx7 >> 5) & 1;
+  if (os_avx512) {
+    f.avx512f = (ebx7 >> 16) & 1;
+    f.avx512dq = (ebx7 >> 17) & 1;
+    f.avx512bw = (ebx7 >> 30) & 1;
+    f.avx512vl = (ebx7 >> 31) & 1;
+    f.avx512vnni = (ecx7 >> 11) & 1;
+  }
+  if (max_sub7 >= 1) {
+    __cpuid_count(7, 1, a, b, c, d);
+    f.avx_vnni = (a >> 4) & 1;
+  }
+#endif
+  return f;
+}
+
+struct IsaNames {
+  Isa isa;
+  const char* name;
+};
+constexpr IsaNames kNames[] = {{Isa::kScalar, "scalar"},
+                               {Isa::kScalar, "ref"},
+                               {Isa::kAvx2, "avx2"},
+                               {Isa::kAvxVnni, "avxvnni"},
+                               {Isa::kAvx512Vnni, "avx512vnni"},
+                               {Isa::kAvx512Vnni, "avx512"}};
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni};
+
+// What `isa` needs beyond what this machine has, as "AVX2 FMA" etc.; empty when supported.
+std::string missing_features(Isa isa) {
+  const CpuFeatures& f = cpu_features();
+  std::string out;
+  auto need = [&](bool have, const char* name) {
+    if (have) return;
+    if (!out.empty()) out += ' ';
+    out += name;
+  };
+  if (isa == Isa::kScalar) return out;
+  // Every SIMD path also converts f16 scales (F16C) and uses FMA for the f32 accumulation.
+  need(f.avx2, "AVX2");
+  need(f.fma, "FMA");
+  need(f.f16c, "F16C");
+  if (isa == Isa::kAvxVnni) need(f.avx_vnni, "AVX-VNNI");
+  if (isa == Isa::kAvx512Vnni) {
+    need(f.avx512f, "AVX-512F");
+    need(f.avx512bw, "AVX-512BW");
+    need(f.avx512vl, "AVX-512VL");
+    need(f.avx512dq, "AVX-512DQ");
+    need(f.avx512vnni, "AVX-512VNNI");
+  }
+  return out;
+}
+
+std::string supported_list() {
+  std::string out;
+  for (Isa isa : kAllIsas) {
+    if (!isa_supported(isa)) continue;
+    if (!out.empty()) out += ' ';
+    out += isa_name(isa);
+  }
+  return out;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+bool isa_supported(Isa isa) {
+  return missing_features(isa).empty();
+}
+
+Isa best_isa() {
+  for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
+    if (isa_supported(isa)) return isa;
+  }
+  return Isa::kScalar;
+}
+
+Isa parse_isa(std::string_view name) {
+  for (const IsaNames& n : kNames) {
+    if (name == n.name) return n.isa;
+  }
+  throw UsageError("unknown ISA '" + std::string(name) +
+                   "': expected auto, scalar, avx2, avxvnni or avx512vnni");
+}
+
+Isa choose_isa(std::string_view requested) {
+  std::string source = "--isa";
+  std::string name(requested);
+  if (name.empty() || name == "auto") {
+    const char* env = std::getenv("DLLM_CPU_ISA");
+    if (env == nullptr || *env == '\0' || std::string_view(env) == "auto") return best_isa();
+    name = env;
+    source = "DLLM_CPU_ISA=";
+  }
+  const Isa isa = parse_isa(name);
+  const std::string missing = missing_features(isa);
+  if (!missing.empty()) {
+    std::string msg = source;
+    if (source == "--isa") msg += ' ';
+    msg += name;
+    msg += ": this CPU/OS lacks ";
+    msg += missing;
+    msg += "; supported here: ";
+    msg += supported_list();
+    throw UsageError(msg);
+  }
+  return isa;
+}
+
+std::string describe_isa(Isa chosen) {
+  return std::string("cpu: ") + isa_name(chosen) + " (supported: " + supported_list() + ")";
+}
+
+}  // namespace dllm::cpu

@@ -1,0 +1,50 @@
+// Run-time choice of the CPU kernel path: which instruction sets this CPU and OS support (CPUID plus
+// XGETBV), the best of them, and the user's override (--isa, $DLLM_CPU_ISA). Only this file and the
+// *_avx2.cpp / *_avxvnni.cpp / *_avx512.cpp kernels know about ISAs; nothing here uses intrinsics.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "cpu/matmul.h"
+
+namespace dllm::cpu {
+
+/// What CPUID reports, already combined with the OS's XSAVE state (XCR0): a flag is true only when the
+/// CPU has the instructions AND the OS saves the registers they use (AVX: XMM|YMM state; AVX-512 also
+/// opmask, ZMM_Hi256, Hi16_ZMM). Source: Intel SDM vol. 2 CPUID leaves 1, 7.0, 7.1; vol. 1 13.3 (XCR0).
+struct CpuFeatures {
+  bool avx2 = false;        ///< leaf 7.0 EBX bit 5
+  bool fma = false;         ///< leaf 1 ECX bit 12
+  bool f16c = false;        ///< leaf 1 ECX bit 29
+  bool avx_vnni = false;    ///< leaf 7.1 EAX bit 4 (VEX-encoded vpdpbusd on ymm)
+  bool avx512f = false;     ///< leaf 7.0 EBX bit 16
+  bool avx512bw = false;    ///< leaf 7.0 EBX bit 30
+  bool avx512vl = false;    ///< leaf 7.0 EBX bit 31
+  bool avx512dq = false;    ///< leaf 7.0 EBX bit 17
+  bool avx512vnni = false;  ///< leaf 7.0 ECX bit 11
+};
+
+/// Detected once per process (thread-safe).
+const CpuFeatures& cpu_features();
+
+/// True when this CPU and OS can run the kernel path `isa` (kScalar always).
+bool isa_supported(Isa isa);
+
+/// The fastest supported path: kAvx512Vnni, else kAvxVnni, else kAvx2, else kScalar.
+/// Ignores $DLLM_CPU_ISA (see choose_isa).
+Isa best_isa();
+
+/// Parses an ISA name: "scalar" (alias "ref"), "avx2", "avxvnni", "avx512vnni" (alias "avx512").
+/// Throws dllm::UsageError "unknown ISA '<name>': expected auto, scalar, avx2, avxvnni or avx512vnni".
+Isa parse_isa(std::string_view name);
+
+/// The path to run: `requested` is a --isa value; "" or "auto" means $DLLM_CPU_ISA when set (and not
+/// "auto"), else best_isa(). Throws dllm::UsageError for an unknown name, and for a path this machine
+/// cannot run: "--isa <name>: this CPU/OS lacks <features>; supported here: <list>".
+Isa choose_isa(std::string_view requested = "");
+
+/// One line for --verbose: "cpu: avx512vnni (supported: scalar avx2 avxvnni avx512vnni)".
+std::string describe_isa(Isa chosen);
+
+}  // namespace dllm::cpu

@@ -1,0 +1,14 @@
+// AVX2 kernels (compiled with -mavx2 -mfma -mf16c): vpmaddubsw + vpmaddwd over the packed groups.
+// The kernel bodies are in qgemm_ymm.h, shared with the AVX-VNNI path.
+#include "cpu/qgemm_ymm.h"
+
+namespace dllm::cpu::qgemm {
+
+void gemm_q4_K_avx2(const GemmArgs& a) {
+  gemm_q4_K_ymm<false>(a);
+}
+void gemm_q6_K_avx2(const GemmArgs& a) {
+  gemm_q6_K_ymm<false>(a);
+}
+
+}  // namespace dllm::cpu::qgemm

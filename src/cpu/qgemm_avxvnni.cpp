@@ -1,0 +1,14 @@
+// AVX-VNNI kernels (compiled with -mavx2 -mfma -mf16c -mavxvnni): VEX-encoded ymm vpdpbusd / vpdpwssd
+// over the packed groups. The kernel bodies are in qgemm_ymm.h, shared with the AVX2 path.
+#include "cpu/qgemm_ymm.h"
+
+namespace dllm::cpu::qgemm {
+
+void gemm_q4_K_avxvnni(const GemmArgs& a) {
+  gemm_q4_K_ymm<true>(a);
+}
+void gemm_q6_K_avxvnni(const GemmArgs& a) {
+  gemm_q6_K_ymm<true>(a);
+}
+
+}  // namespace dllm::cpu::qgemm

@@ -1,0 +1,144 @@
+// ISA detection and choice (src/cpu/dispatch): CPUID + XGETBV flags against the kernel's own view in
+// /proc/cpuinfo (an independent reader of the same CPUID bits, masked by what the OS enabled), name
+// parsing, the --isa / $DLLM_CPU_ISA override and its errors.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "base/error.h"
+#include "cpu/dispatch.h"
+
+namespace dllm::cpu {
+namespace {
+
+// The "flags" line of /proc/cpuinfo, or an empty set where there is none.
+std::set<std::string> proc_cpu_flags() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line.substr(line.find(':') + 1));
+      std::set<std::string> out;
+      for (std::string w; words >> w;) out.insert(w);
+      return out;
+    }
+  }
+  return {};
+}
+
+TEST(Dispatch, FeaturesMatchProcCpuinfo) {
+  const std::set<std::string> flags = proc_cpu_flags();
+  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags line on this system";
+  const CpuFeatures& f = cpu_features();
+  auto has = [&](const char* name) { return flags.count(name) > 0; };
+  EXPECT_EQ(f.avx2, has("avx2"));
+  EXPECT_EQ(f.fma, has("fma"));
+  EXPECT_EQ(f.f16c, has("f16c"));
+  EXPECT_EQ(f.avx_vnni, has("avx_vnni"));
+  EXPECT_EQ(f.avx512f, has("avx512f"));
+  EXPECT_EQ(f.avx512bw, has("avx512bw"));
+  EXPECT_EQ(f.avx512vl, has("avx512vl"));
+  EXPECT_EQ(f.avx512dq, has("avx512dq"));
+  EXPECT_EQ(f.avx512vnni, has("avx512_vnni"));
+}
+
+TEST(Dispatch, BestIsaIsSupportedAndScalarAlwaysIs) {
+  EXPECT_TRUE(isa_supported(Isa::kScalar));
+  EXPECT_TRUE(isa_supported(best_isa()));
+  // Nothing supported ranks above the best.
+  if (best_isa() != Isa::kAvx512Vnni) {
+    EXPECT_FALSE(isa_supported(Isa::kAvx512Vnni));
+  }
+}
+
+TEST(Dispatch, ParsesNamesAndAliases) {
+  EXPECT_EQ(parse_isa("scalar"), Isa::kScalar);
+  EXPECT_EQ(parse_isa("ref"), Isa::kScalar);
+  EXPECT_EQ(parse_isa("avx2"), Isa::kAvx2);
+  EXPECT_EQ(parse_isa("avxvnni"), Isa::kAvxVnni);
+  EXPECT_EQ(parse_isa("avx512vnni"), Isa::kAvx512Vnni);
+  EXPECT_EQ(parse_isa("avx512"), Isa::kAvx512Vnni);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni})
+    EXPECT_EQ(parse_isa(isa_name(isa)), isa);
+}
+
+TEST(Dispatch, UnknownNameIsAUsageErrorListingTheNames) {
+  try {
+    parse_isa("sse9");
+    FAIL() << "no exception";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "unknown ISA 'sse9': expected auto, scalar, avx2, avxvnni or avx512vnni");
+    EXPECT_EQ(e.exit_code(), kExitUsage);
+  }
+}
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+TEST(Dispatch, ChooseIsaHonoursFlagThenEnvironment) {
+  {
+    ScopedEnv env("DLLM_CPU_ISA", nullptr);
+    EXPECT_EQ(choose_isa(""), best_isa());
+    EXPECT_EQ(choose_isa("auto"), best_isa());
+    EXPECT_EQ(choose_isa("scalar"), Isa::kScalar);
+  }
+  {
+    ScopedEnv env("DLLM_CPU_ISA", "scalar");
+    EXPECT_EQ(choose_isa(""), Isa::kScalar);
+    EXPECT_EQ(choose_isa("auto"), Isa::kScalar);
+    EXPECT_EQ(choose_isa(isa_name(best_isa())), best_isa());  // the flag wins over the environment
+  }
+  {
+    ScopedEnv env("DLLM_CPU_ISA", "bogus");
+    EXPECT_THROW(choose_isa(""), UsageError);
+  }
+}
+
+TEST(Dispatch, UnsupportedIsaIsRefusedNamingWhatIsMissing) {
+  Isa missing = Isa::kScalar;
+  for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
+    if (!isa_supported(isa)) missing = isa;
+  }
+  if (missing == Isa::kScalar)
+    GTEST_SKIP() << "this CPU supports every path (" << describe_isa(best_isa()) << ")";
+  ScopedEnv env("DLLM_CPU_ISA", nullptr);
+  try {
+    choose_isa(isa_name(missing));
+    FAIL() << "no exception";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("this CPU/OS lacks"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("supported here: scalar"), std::string::npos) << msg;
+  }
+}
+
+TEST(Dispatch, DescribeNamesTheChoiceAndTheSupportedPaths) {
+  const std::string s = describe_isa(Isa::kScalar);
+  EXPECT_EQ(s.rfind("cpu: scalar (supported: scalar", 0), 0u) << s;
+}
+
+}  // namespace
+}  // namespace dllm::cpu
