@@ -1,0 +1,342 @@
+// tools/make_synthetic_gguf: runs the binary and checks what it wrote with the GGUF reader: the
+// tensor directory against the model shapes, the Q4_K_M type mix against layer lists worked out by
+// hand from llama.cpp's use_more_bits rule, every Q4_K / Q6_K block's f16 scales, the norms,
+// Dream's biases, and the tokenizer metadata (special ids at their real positions).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "test_util.h"
+
+namespace dllm::gguf {
+namespace {
+
+#ifdef DLLM_SYNTHETIC_TOOL
+const char* kTool = DLLM_SYNTHETIC_TOOL;
+#else
+const char* kTool = nullptr;
+#endif
+
+struct ToolRun {
+  int rc;
+  std::string out;  // stdout + stderr
+};
+
+ToolRun run_tool(const std::string& args) {
+  const std::string cmd = std::string(kTool) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+/// IEEE binary16 -> float (written from the format: 1 sign, 5 exponent, 10 mantissa bits).
+float half_to_float(uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 31, mant = h & 1023;
+  float v;
+  if (exp == 0) {
+    v = std::ldexp(static_cast<float>(mant), -24);
+  } else if (exp == 31) {
+    v = mant ? NAN : INFINITY;
+  } else {
+    v = std::ldexp(static_cast<float>(mant + 1024), exp - 25);
+  }
+  return sign ? -v : v;
+}
+
+// ---- The expected file, from the model facts ---------------------------------------------------
+
+struct Shape {
+  int64_t n_embd, n_head, n_head_kv, n_ff, n_vocab;
+  bool bias;
+};
+const Shape kLlada{4096, 32, 32, 12288, 126464, false};  // LLaDA-8B config.json
+const Shape kDream{3584, 28, 4, 18944, 152064, true};    // Dream-v0-Instruct-7B config.json
+
+struct Expected {
+  std::string name, type;
+  std::vector<int64_t> ne;
+};
+
+/// Tensors in llama-quantize order; `q6_layers` = layers whose attn_v / ffn_down are Q6_K.
+std::vector<Expected> expected_tensors(const Shape& s, int n_layer, const std::set<int>& q6_layers) {
+  const int64_t kv = s.n_embd / s.n_head * s.n_head_kv;
+  std::vector<Expected> e = {{"output.weight", "Q6_K", {s.n_embd, s.n_vocab}},
+                             {"output_norm.weight", "F32", {s.n_embd}},
+                             {"token_embd.weight", "Q4_K", {s.n_embd, s.n_vocab}}};
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    const std::string mixed = q6_layers.count(i) ? "Q6_K" : "Q4_K";
+    if (s.bias) e.push_back({b + "attn_k.bias", "F32", {kv}});
+    e.push_back({b + "attn_k.weight", "Q4_K", {s.n_embd, kv}});
+    e.push_back({b + "attn_norm.weight", "F32", {s.n_embd}});
+    e.push_back({b + "attn_output.weight", "Q4_K", {s.n_embd, s.n_embd}});
+    if (s.bias) e.push_back({b + "attn_q.bias", "F32", {s.n_embd}});
+    e.push_back({b + "attn_q.weight", "Q4_K", {s.n_embd, s.n_embd}});
+    if (s.bias) e.push_back({b + "attn_v.bias", "F32", {kv}});
+    e.push_back({b + "attn_v.weight", mixed, {s.n_embd, kv}});
+    e.push_back({b + "ffn_down.weight", mixed, {s.n_ff, s.n_embd}});
+    e.push_back({b + "ffn_gate.weight", "Q4_K", {s.n_embd, s.n_ff}});
+    e.push_back({b + "ffn_norm.weight", "F32", {s.n_embd}});
+    e.push_back({b + "ffn_up.weight", "Q4_K", {s.n_embd, s.n_ff}});
+  }
+  return e;
+}
+
+std::set<int> range(int a, int b, int step = 1) {
+  std::set<int> s;
+  for (int i = a; i <= b; i += step) s.insert(i);
+  return s;
+}
+std::set<int> operator+(std::set<int> a, const std::set<int>& b) {
+  a.insert(b.begin(), b.end());
+  return a;
+}
+
+// use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2, worked out by hand:
+//   n = 32: n/8 = 4, 7n/8 = 28 -> 0-3, 28-31, and 6, 9, ..., 27.
+//   n = 28: n/8 = 3, 7n/8 = 24 -> 0-2, 24-27, and 5, 8, ..., 23.
+//   n = 9:  n/8 = 1, 7n/8 = 7  -> 0, 7-8, and 3, 6.
+//   n = 2:  n/8 = 0, 7n/8 = 1  -> 1 (i = 0: 0 % 3 = 0).
+//   n = 1:  n/8 = 0, 7n/8 = 0  -> 0.
+const std::set<int> kMix32 = range(0, 3) + range(28, 31) + range(6, 27, 3);
+const std::set<int> kMix28 = range(0, 2) + range(24, 27) + range(5, 23, 3);
+const std::set<int> kMix9 = std::set<int>{0, 7, 8, 3, 6};
+
+std::vector<Expected> parse_dry_run(const std::string& out) {
+  std::vector<Expected> got;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ls(line);
+    Expected e;
+    std::string dims;
+    ls >> e.name >> e.type >> dims;
+    std::istringstream ds(dims);
+    for (std::string d; std::getline(ds, d, ',');) e.ne.push_back(std::stoll(d));
+    got.push_back(e);
+  }
+  return got;
+}
+
+void expect_same(const std::vector<Expected>& got, const std::vector<Expected>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    EXPECT_EQ(got[k].name, want[k].name) << k;
+    EXPECT_EQ(got[k].type, want[k].type) << want[k].name;
+    EXPECT_EQ(got[k].ne, want[k].ne) << want[k].name;
+  }
+}
+
+TEST(SyntheticGguf, FullSizePlansFollowTheQ4KMMix) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  ToolRun r = run_tool("--arch llada --dry-run");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  expect_same(parse_dry_run(r.out), expected_tensors(kLlada, 32, kMix32));
+  r = run_tool("--arch dream --dry-run");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  expect_same(parse_dry_run(r.out), expected_tensors(kDream, 28, kMix28));
+  r = run_tool("--arch llada --layers 9 --dry-run");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  expect_same(parse_dry_run(r.out), expected_tensors(kLlada, 9, kMix9));
+}
+
+TEST(SyntheticGguf, UsageErrors) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  ToolRun r = run_tool("--arch qwen2 --out /dev/null");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("ERROR: unknown --arch 'qwen2' (supported: llada, dream)"), std::string::npos)
+      << r.out;
+  r = run_tool("--arch llada");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("ERROR: --out is required"), std::string::npos) << r.out;
+  r = run_tool("--arch llada --layers x --out /dev/null");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("invalid value for --layers"), std::string::npos) << r.out;
+}
+
+/// Checks every block of every quantized tensor: f16 scales finite and of trained-weight size,
+/// Q6_K scales inside int8 range used, quants not constant; norms exactly 1; biases small.
+void check_tensor_data(const GgufFile& f) {
+  for (const TensorInfo& t : f.tensors()) {
+    SCOPED_TRACE(t.name);
+    const uint8_t* p = f.tensor_data(t);
+    if (t.type == GgmlType::F32) {
+      const bool bias = t.name.find(".bias") != std::string::npos;
+      for (int64_t k = 0; k < t.n_elements(); ++k) {
+        float x;
+        std::memcpy(&x, p + 4 * k, 4);
+        if (bias) {
+          ASSERT_TRUE(std::isfinite(x) && std::fabs(x) <= 0.02f) << k << " " << x;
+        } else {
+          ASSERT_EQ(x, 1.0f) << k;
+        }
+      }
+      continue;
+    }
+    ASSERT_TRUE(t.type == GgmlType::Q4_K || t.type == GgmlType::Q6_K);
+    const size_t bs = t.type == GgmlType::Q4_K ? 144 : 210;  // ggml-common.h block sizes
+    const uint64_t n_blocks = t.n_bytes / bs;
+    ASSERT_EQ(n_blocks * bs, t.n_bytes);
+    std::array<uint64_t, 16> low_nibbles{};
+    for (uint64_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* blk = p + b * bs;
+      uint16_t h;
+      if (t.type == GgmlType::Q4_K) {  // d at 0, dmin at 2, scales[12] at 4, qs[128] at 16
+        std::memcpy(&h, blk, 2);
+        const float d = half_to_float(h);
+        std::memcpy(&h, blk + 2, 2);
+        const float dmin = half_to_float(h);
+        ASSERT_TRUE(std::isfinite(d) && d > 0 && d < 1e-2f) << "block " << b << " d " << d;
+        ASSERT_TRUE(std::isfinite(dmin) && dmin > 0 && dmin < 1e-2f) << "block " << b << " dmin " << dmin;
+        if (b < 4096) ++low_nibbles[blk[16 + b % 128] & 15];
+      } else {  // ql[128] at 0, qh[64] at 128, int8 scales[16] at 192, d at 208
+        std::memcpy(&h, blk + 208, 2);
+        const float d = half_to_float(h);
+        ASSERT_TRUE(std::isfinite(d) && d > 0 && d < 1e-2f) << "block " << b << " d " << d;
+        for (int j = 0; j < 16; ++j) {
+          const int sc = static_cast<int8_t>(blk[192 + j]);
+          ASSERT_TRUE(sc >= -32 && sc <= 31) << "block " << b << " scale " << sc;
+        }
+        if (b < 4096) ++low_nibbles[blk[b % 128] & 15];
+      }
+    }
+    // Random quants: every nibble value shows up in the first blocks.
+    for (int v = 0; v < 16; ++v) EXPECT_GT(low_nibbles[v], 0u) << "nibble " << v;
+  }
+}
+
+TEST(SyntheticGguf, LladaTwoLayers) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  test::TempDir dir;
+  const std::string path = (dir / "llada.gguf").string();
+  const ToolRun r = run_tool("--arch llada --layers 2 --seed 7 --out " + path);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const GgufFile f = GgufFile::open(path);  // validates offsets, sizes, alignment
+
+  std::vector<Expected> got;
+  for (const TensorInfo& t : f.tensors()) {
+    got.push_back({t.name, type_name(t.type), std::vector<int64_t>(t.ne, t.ne + t.n_dims)});
+  }
+  expect_same(got, expected_tensors(kLlada, 2, {1}));
+
+  EXPECT_EQ(f.get_string("general.architecture"), "llada");
+  EXPECT_EQ(f.get_u32("llada.block_count"), 2u);
+  EXPECT_EQ(f.get_u32("llada.embedding_length"), 4096u);
+  EXPECT_EQ(f.get_u32("llada.feed_forward_length"), 12288u);
+  EXPECT_EQ(f.get_u32("llada.attention.head_count"), 32u);
+  EXPECT_EQ(f.get_u32("llada.attention.head_count_kv"), 32u);
+  EXPECT_EQ(f.get_u32("llada.context_length"), 4096u);
+  EXPECT_EQ(f.get_u32("llada.vocab_size"), 126464u);
+  EXPECT_EQ(f.get_f32("llada.rope.freq_base"), 500000.0f);
+  EXPECT_EQ(f.get_f32("llada.attention.layer_norm_rms_epsilon"), 1e-5f);
+  EXPECT_FALSE(f.get_bool("diffusion.shift_logits"));
+  EXPECT_EQ(f.get_string("tokenizer.ggml.model"), "gpt2");
+  EXPECT_EQ(f.get_string("tokenizer.ggml.pre"), "bailingmoe");
+  EXPECT_EQ(f.get_u32("general.file_type"), 15u);
+
+  // Special tokens at LLaDA's real ids (tokenizer_config.json), CONTROL (type 3).
+  const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+  const auto types = f.get_i32_array("tokenizer.ggml.token_type");
+  ASSERT_EQ(tokens.size(), 126464u);
+  ASSERT_EQ(types.size(), tokens.size());
+  const std::pair<uint32_t, const char*> specials[] = {
+      {126080, "<|startoftext|>"},     {126081, "<|endoftext|>"},     {126336, "<|mdm_mask|>"},
+      {126346, "<|start_header_id|>"}, {126347, "<|end_header_id|>"}, {126348, "<|eot_id|>"}};
+  for (const auto& [id, text] : specials) {
+    EXPECT_EQ(tokens[id], text) << id;
+    EXPECT_EQ(types[id], 3) << id;
+  }
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.bos_token_id"), 126080u);
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.eos_token_id"), 126081u);
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.mask_token_id"), 126336u);
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.eot_token_id"), 126348u);
+  EXPECT_EQ(types[126463], 5);  // UNUSED padding rows
+  EXPECT_EQ(types[0], 1);
+
+  // Byte-level tokens first: GPT-2's bytes_to_unicode order ("!" .. "~", ..., then the
+  // remapped bytes from U+0100). Byte 0 is U+0100 "Ā" at id 188; the last, byte 173, U+0143.
+  EXPECT_EQ(tokens[0], "!");
+  EXPECT_EQ(tokens[93], "~");
+  EXPECT_EQ(tokens[188], "\xc4\x80");
+  EXPECT_EQ(tokens[255], "\xc5\x83");
+  EXPECT_EQ(std::set<std::string>(tokens.begin(), tokens.end()).size(), tokens.size())
+      << "duplicate token text";
+  const std::set<std::string> vocab(tokens.begin(), tokens.end());
+  const auto merges = f.get_string_array("tokenizer.ggml.merges");
+  ASSERT_FALSE(merges.empty());
+  for (const std::string& m : merges) {
+    const size_t sp = m.find(' ');
+    ASSERT_NE(sp, std::string::npos) << m;
+    EXPECT_TRUE(vocab.count(m.substr(0, sp)) && vocab.count(m.substr(sp + 1)) &&
+                vocab.count(m.substr(0, sp) + m.substr(sp + 1)))
+        << "merge '" << m << "' uses or makes a token not in the vocabulary";
+  }
+
+  // The chat template is LLaDA-8B-Instruct's, byte for byte as in the reference GGUF.
+  const GgufFile ref = GgufFile::open(test::reference("tiny-llada-q4km.gguf").string());
+  EXPECT_EQ(f.get_string("tokenizer.chat_template"), ref.get_string("tokenizer.chat_template"));
+  // And every key the llama.cpp-made reference has (same names, same types).
+  for (const KeyValue& kv : ref.metadata()) {
+    const Value* v = f.find(kv.key);
+    ASSERT_NE(v, nullptr) << "missing key " << kv.key;
+    EXPECT_EQ(v->type, kv.value.type) << kv.key;
+  }
+
+  check_tensor_data(f);
+}
+
+TEST(SyntheticGguf, DreamOneLayer) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  test::TempDir dir;
+  const std::string path = (dir / "dream.gguf").string();
+  const ToolRun r = run_tool("--arch dream --layers 1 --out " + path);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const GgufFile f = GgufFile::open(path);
+
+  std::vector<Expected> got;
+  for (const TensorInfo& t : f.tensors())
+    got.push_back({t.name, type_name(t.type), std::vector<int64_t>(t.ne, t.ne + t.n_dims)});
+  expect_same(got, expected_tensors(kDream, 1, {0}));
+
+  EXPECT_EQ(f.get_string("general.architecture"), "dream");
+  EXPECT_EQ(f.get_u32("dream.attention.head_count"), 28u);
+  EXPECT_EQ(f.get_u32("dream.attention.head_count_kv"), 4u);
+  EXPECT_EQ(f.get_f32("dream.rope.freq_base"), 1e6f);
+  EXPECT_EQ(f.get_f32("dream.attention.layer_norm_rms_epsilon"), 1e-6f);
+  EXPECT_EQ(f.find("diffusion.shift_logits"), nullptr);  // absent: Dream shifts
+  EXPECT_EQ(f.get_string("tokenizer.ggml.pre"), "qwen2");
+  const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+  const auto types = f.get_i32_array("tokenizer.ggml.token_type");
+  ASSERT_EQ(tokens.size(), 152064u);
+  EXPECT_EQ(tokens[151643], "<|endoftext|>");
+  EXPECT_EQ(tokens[151644], "<|im_start|>");
+  EXPECT_EQ(tokens[151645], "<|im_end|>");
+  EXPECT_EQ(tokens[151666], "<|mask|>");
+  EXPECT_EQ(types[151645], 3);
+  EXPECT_EQ(types[151659], 4);  // <|fim_prefix|> USER_DEFINED
+  EXPECT_EQ(types[151667], 5);
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.mask_token_id"), 151666u);
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.eos_token_id"), 151643u);
+  EXPECT_FALSE(f.get_bool("tokenizer.ggml.add_bos_token"));
+  const GgufFile ref = GgufFile::open(test::reference("tiny-dream-q4km.gguf").string());
+  for (const KeyValue& kv : ref.metadata()) {
+    const Value* v = f.find(kv.key);
+    ASSERT_NE(v, nullptr) << "missing key " << kv.key;
+    EXPECT_EQ(v->type, kv.value.type) << kv.key;
+  }
+  check_tensor_data(f);
+}
+
+}  // namespace
+}  // namespace dllm::gguf

@@ -1,0 +1,355 @@
+// Synthetic LLaDA-8B / Dream-7B GGUF writer; see synthetic_gguf.h.
+#include "synthetic_gguf.h"
+
+#include <cstring>
+#include <map>
+
+#include "base/error.h"
+#include "gguf/writer.h"
+
+namespace dllm::synth {
+
+namespace {
+
+using gguf::GgmlType;
+
+// ---- Random numbers: per-block streams, so any chunking of the output gives the same bytes ----
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// wyrand (Wang Yi's wyhash PRNG): one 64x64->128 multiply per 8 random bytes.
+struct WyRand {
+  uint64_t s;
+  uint64_t next() {
+    s += 0xa0761d6478bd642full;
+    const __uint128_t t = static_cast<__uint128_t>(s) * (s ^ 0xe7037ed1a0b428dbull);
+    return static_cast<uint64_t>(t >> 64) ^ static_cast<uint64_t>(t);
+  }
+  /// Uniform in [0, 1).
+  double unit() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+uint64_t hash_name(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+/// IEEE binary16 bits of a finite float (round to nearest; values here are normal f16 numbers).
+uint16_t f32_to_f16(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  const uint32_t sign = (b >> 16) & 0x8000u;
+  const int32_t exp = static_cast<int32_t>((b >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = b & 0x7fffffu;
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7bffu);  // clamp to the largest finite
+  if (exp <= 0) {                                               // subnormal f16
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = mant >> shift;
+    if ((mant >> (shift - 1)) & 1u) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  if (mant & 0x1000u) ++h;  // round half up; carries into the exponent correctly
+  return static_cast<uint16_t>(h);
+}
+
+constexpr size_t kQ4KBytes = 144, kQ6KBytes = 210;
+
+/// One Q4_K block (ggml block_q4_K: f16 d, f16 dmin, scales[12], qs[128]): random 6-bit
+/// scales/mins and 4-bit quants, d and dmin of trained-weight size.
+void q4_k_block(uint64_t key, uint8_t* out) {
+  WyRand r{splitmix64(key)};
+  uint64_t words[18];
+  for (uint64_t& w : words) w = r.next();
+  std::memcpy(out, words, kQ4KBytes);
+  const uint16_t d = f32_to_f16(static_cast<float>(1e-4 + 5e-5 * r.unit()));
+  const uint16_t dmin = f32_to_f16(static_cast<float>(5e-4 + 5e-4 * r.unit()));
+  std::memcpy(out + 0, &d, 2);
+  std::memcpy(out + 2, &dmin, 2);
+}
+
+/// One Q6_K block (ggml block_q6_K: ql[128], qh[64], int8 scales[16], f16 d): random quants,
+/// scales in [-32, 31], d of trained-weight size.
+void q6_k_block(uint64_t key, uint8_t* out) {
+  WyRand r{splitmix64(key)};
+  uint64_t words[27];
+  for (uint64_t& w : words) w = r.next();
+  std::memcpy(out, words, kQ6KBytes);
+  for (int j = 0; j < 16; ++j)
+    out[192 + j] = static_cast<uint8_t>(static_cast<int8_t>((out[192 + j] & 63) - 32));
+  const uint16_t d = f32_to_f16(static_cast<float>(6.2e-5 + 3.8e-5 * r.unit()));
+  std::memcpy(out + 208, &d, 2);
+}
+
+/// Streams random blocks: bytes [offset, offset + n) of the tensor, block k from its own stream.
+gguf::TensorFill block_fill(GgmlType type, uint64_t tensor_key) {
+  const size_t bs = type == GgmlType::Q4_K ? kQ4KBytes : kQ6KBytes;
+  return [type, tensor_key, bs](uint8_t* dst, uint64_t offset, size_t n) {
+    uint8_t block[kQ6KBytes];
+    uint64_t k = offset / bs;
+    size_t skip = static_cast<size_t>(offset % bs);
+    size_t done = 0;
+    while (done < n) {
+      const uint64_t key = tensor_key ^ (k * 0x9e3779b97f4a7c15ull);
+      if (type == GgmlType::Q4_K) {
+        q4_k_block(key, block);
+      } else {
+        q6_k_block(key, block);
+      }
+      const size_t take = std::min(bs - skip, n - done);
+      std::memcpy(dst + done, block + skip, take);
+      done += take;
+      skip = 0;
+      ++k;
+    }
+  };
+}
+
+// ---- Tokenizer metadata ------------------------------------------------------------------------
+
+// gguf-py TokenType values.
+constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
+
+/// UTF-8 of a code point below 0x800 (all GPT-2 byte-level characters are).
+std::string utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+/// The 256 byte-level tokens in GPT-2's order (bytes_to_unicode in openai/gpt-2 encoder.py: the
+/// printable bytes ! .. ~, ¡ .. ¬, ® .. ÿ map to themselves, the others to 256, 257, ...).
+std::vector<std::string> byte_tokens() {
+  std::vector<std::string> out;
+  std::vector<bool> printable(256, false);
+  for (int b = 0; b < 256; ++b)
+    printable[b] = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+  for (int b = 0; b < 256; ++b)
+    if (printable[b]) out.push_back(utf8(static_cast<uint32_t>(b)));
+  uint32_t next = 256;
+  for (int b = 0; b < 256; ++b)
+    if (!printable[b]) out.push_back(utf8(next++));
+  return out;
+}
+
+struct Vocab {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::vector<std::string> merges;
+};
+
+/// Byte tokens, a few merged tokens, unique filler tokens up to `n_normal`, then `specials`
+/// (id -> text, type) and `[PAD{id}]` UNUSED rows up to n_vocab.
+Vocab make_vocab(uint32_t n_normal, uint32_t n_vocab,
+                 const std::map<uint32_t, std::pair<std::string, int32_t>>& specials) {
+  Vocab v;
+  v.tokens = byte_tokens();
+  const std::string G = utf8(0x120);  // 'Ġ' = byte-level space
+  // Merges in priority order; each result is added to the vocabulary right after the bytes.
+  const std::pair<std::string, std::string> merges[] = {
+      {G, "t"},   {G, "a"},        {"h", "e"}, {"i", "n"}, {"r", "e"},
+      {"o", "n"}, {G + "t", "he"}, {"e", "r"}, {G, "s"},   {"a", "t"},
+  };
+  for (const auto& [a, b] : merges) {
+    v.merges.push_back(a + " " + b);
+    v.tokens.push_back(a + b);
+  }
+  v.types.assign(v.tokens.size(), kNormal);
+  for (uint32_t id = static_cast<uint32_t>(v.tokens.size()); id < n_normal; ++id) {
+    v.tokens.push_back("[FILL" + std::to_string(id) + "]");
+    v.types.push_back(kNormal);
+  }
+  for (uint32_t id = n_normal; id < n_vocab; ++id) {
+    auto it = specials.find(id);
+    if (it != specials.end()) {
+      v.tokens.push_back(it->second.first);
+      v.types.push_back(it->second.second);
+    } else {
+      v.tokens.push_back("[PAD" + std::to_string(id) + "]");
+      v.types.push_back(kUnused);
+    }
+  }
+  return v;
+}
+
+/// LLaDA-8B-Instruct's added tokens (tokenizer_config.json): ids 126080..126348, all special.
+std::map<uint32_t, std::pair<std::string, int32_t>> llada_specials() {
+  std::map<uint32_t, std::pair<std::string, int32_t>> s;
+  auto add = [&](uint32_t id, std::string t) { s[id] = {std::move(t), kControl}; };
+  add(126080, "<|startoftext|>");
+  add(126081, "<|endoftext|>");
+  add(126082, "[CLS]");
+  add(126083, "[gMASK]");
+  for (uint32_t i = 0; i < 256; ++i) add(126084 + i, "<|reserved_token_" + std::to_string(i) + "|>");
+  add(126336, "<|mdm_mask|>");  // replaces reserved_token_252
+  add(126340, "<role>");
+  add(126341, "</role>");
+  add(126342, "<|arithmetic_start|>");
+  add(126343, "<|arithmetic_end|>");
+  add(126344, "<|number_start|>");
+  add(126345, "<|number_end|>");
+  add(126346, "<|start_header_id|>");
+  add(126347, "<|end_header_id|>");
+  add(126348, "<|eot_id|>");
+  return s;
+}
+
+/// Dream-v0-Instruct-7B's added tokens 151643..151666 (special ones CONTROL, others USER_DEFINED,
+/// as llama.cpp's converter types them).
+std::map<uint32_t, std::pair<std::string, int32_t>> dream_specials() {
+  const char* names[] = {"<|endoftext|>",      "<|im_start|>",     "<|im_end|>",      "<|object_ref_start|>",
+                         "<|object_ref_end|>", "<|box_start|>",    "<|box_end|>",     "<|quad_start|>",
+                         "<|quad_end|>",       "<|vision_start|>", "<|vision_end|>",  "<|vision_pad|>",
+                         "<|image_pad|>",      "<|video_pad|>",    "<tool_call>",     "</tool_call>",
+                         "<|fim_prefix|>",     "<|fim_middle|>",   "<|fim_suffix|>",  "<|fim_pad|>",
+                         "<|repo_name|>",      "<|file_sep|>",     "<|beginoftext|>", "<|mask|>"};
+  std::map<uint32_t, std::pair<std::string, int32_t>> s;
+  for (uint32_t k = 0; k < 24; ++k) {
+    const uint32_t id = 151643 + k;
+    const bool user_defined = id >= 151657 && id <= 151664;
+    s[id] = {names[k], user_defined ? kUserDefined : kControl};
+  }
+  return s;
+}
+
+// LLaDA-8B-Instruct tokenizer_config.json chat_template (exact string; the \n are real newlines).
+const char* kLladaTemplate =
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + "
+    "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}"
+    "{% endfor %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}";
+
+// ChatML with Qwen2.5's default system prompt (a shortened form of Dream's template, without the
+// tool-call branches; \\n is a Jinja escape inside a string literal, as in Qwen's template).
+const char* kDreamTemplate =
+    "{%- for message in messages %}{%- if loop.first and message['role'] != 'system' %}"
+    "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{%- endif %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
+bool use_more_bits(uint32_t i, uint32_t n) {
+  return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+}  // namespace
+
+Spec spec_for(const std::string& arch, uint32_t layers) {
+  Spec s;
+  if (arch == "llada") {
+    s = Spec{"llada", "synthetic-llada-8b", 32, 4096, 32, 32, 12288, 126464, 4096, 500000.0f, 1e-5f,
+             false,   "bailingmoe"};
+  } else if (arch == "dream") {
+    s = Spec{"dream", "synthetic-dream-7b", 28,    3584, 28,     4, 18944, 152064,
+             131072,  1000000.0f,           1e-6f, true, "qwen2"};
+  } else {
+    throw UsageError("unknown --arch '" + arch + "' (supported: llada, dream)");
+  }
+  if (layers > 0) s.n_layer = layers;
+  return s;
+}
+
+std::vector<TensorPlan> tensor_plan(const Spec& s) {
+  const int64_t embd = s.n_embd, ff = s.n_ff, vocab = s.n_vocab;
+  const int64_t kv = static_cast<int64_t>(s.n_embd / s.n_head) * s.n_head_kv;
+  std::vector<TensorPlan> plan;
+  plan.push_back({"output.weight", GgmlType::Q6_K, {embd, vocab}});
+  plan.push_back({"output_norm.weight", GgmlType::F32, {embd}});
+  plan.push_back({"token_embd.weight", GgmlType::Q4_K, {embd, vocab}});
+  for (uint32_t i = 0; i < s.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    const GgmlType more = use_more_bits(i, s.n_layer) ? GgmlType::Q6_K : GgmlType::Q4_K;
+    // Sorted by name, as llama-quantize writes them.
+    if (s.qkv_bias) plan.push_back({p + "attn_k.bias", GgmlType::F32, {kv}});
+    plan.push_back({p + "attn_k.weight", GgmlType::Q4_K, {embd, kv}});
+    plan.push_back({p + "attn_norm.weight", GgmlType::F32, {embd}});
+    plan.push_back({p + "attn_output.weight", GgmlType::Q4_K, {embd, embd}});
+    if (s.qkv_bias) plan.push_back({p + "attn_q.bias", GgmlType::F32, {embd}});
+    plan.push_back({p + "attn_q.weight", GgmlType::Q4_K, {embd, embd}});
+    if (s.qkv_bias) plan.push_back({p + "attn_v.bias", GgmlType::F32, {kv}});
+    plan.push_back({p + "attn_v.weight", more, {embd, kv}});
+    plan.push_back({p + "ffn_down.weight", more, {ff, embd}});
+    plan.push_back({p + "ffn_gate.weight", GgmlType::Q4_K, {embd, ff}});
+    plan.push_back({p + "ffn_norm.weight", GgmlType::F32, {embd}});
+    plan.push_back({p + "ffn_up.weight", GgmlType::Q4_K, {embd, ff}});
+  }
+  return plan;
+}
+
+void write_synthetic_gguf(const Spec& s, const std::string& path, uint64_t seed) {
+  gguf::GgufWriter w;
+  const std::string a = s.arch + ".";
+  const bool llada = s.arch == "llada";
+  w.add_string("general.architecture", s.arch);
+  w.add_string("general.type", "model");
+  w.add_string("general.name", s.name);
+  w.add_u32(a + "block_count", s.n_layer);
+  w.add_u32(a + "context_length", s.n_ctx);
+  w.add_u32(a + "embedding_length", s.n_embd);
+  w.add_u32(a + "feed_forward_length", s.n_ff);
+  w.add_u32(a + "attention.head_count", s.n_head);
+  w.add_u32(a + "attention.head_count_kv", s.n_head_kv);
+  w.add_f32(a + "rope.freq_base", s.rope_freq_base);
+  w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+  w.add_bool(a + "attention.causal", false);
+  if (llada) {
+    w.add_u32(a + "vocab_size", s.n_vocab);
+    w.add_u32(a + "rope.dimension_count", s.n_embd / s.n_head);
+    w.add_bool("diffusion.shift_logits", false);
+  }
+  const Vocab v = llada ? make_vocab(126080, s.n_vocab, llada_specials())
+                        : make_vocab(151643, s.n_vocab, dream_specials());
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", s.tokenizer_pre);
+  w.add_string_array("tokenizer.ggml.tokens", v.tokens);
+  w.add_i32_array("tokenizer.ggml.token_type", v.types);
+  w.add_string_array("tokenizer.ggml.merges", v.merges);
+  if (llada) {
+    w.add_u32("tokenizer.ggml.bos_token_id", 126080);
+    w.add_u32("tokenizer.ggml.eos_token_id", 126081);
+    w.add_u32("tokenizer.ggml.padding_token_id", 126081);
+    w.add_u32("tokenizer.ggml.mask_token_id", 126336);
+    w.add_u32("tokenizer.ggml.eot_token_id", 126348);
+    w.add_bool("tokenizer.ggml.add_bos_token", true);
+    w.add_bool("tokenizer.ggml.add_eos_token", false);
+    w.add_string("tokenizer.chat_template", kLladaTemplate);
+  } else {
+    w.add_u32("tokenizer.ggml.bos_token_id", 151643);
+    w.add_u32("tokenizer.ggml.eos_token_id", 151643);
+    w.add_u32("tokenizer.ggml.padding_token_id", 151643);
+    w.add_u32("tokenizer.ggml.mask_token_id", 151666);
+    w.add_bool("tokenizer.ggml.add_bos_token", false);
+    w.add_string("tokenizer.chat_template", kDreamTemplate);
+  }
+  w.add_u32("general.quantization_version", 2);
+  w.add_u32("general.file_type", 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+
+  for (const TensorPlan& t : tensor_plan(s)) {
+    const uint64_t key = splitmix64(seed ^ hash_name(t.name));
+    if (t.type == GgmlType::F32) {
+      std::vector<float> data(static_cast<size_t>(t.ne[0]), 1.0f);  // norm weights
+      if (t.name.find(".bias") != std::string::npos) {
+        WyRand r{key};
+        for (float& x : data) x = static_cast<float>(0.04 * r.unit() - 0.02);
+      }
+      w.add_tensor(t.name, t.type, t.ne, data.data(), data.size() * sizeof(float));
+    } else {
+      w.add_tensor(t.name, t.type, t.ne, block_fill(t.type, key));
+    }
+  }
+  w.write(path);
+}
+
+}  // namespace dllm::synth
