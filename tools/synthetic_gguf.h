@@ -50,9 +50,9 @@ std::vector<TensorPlan> tensor_plan(const Spec& spec);
 
 /// Writes the GGUF file to `path`, streaming tensor data (memory use stays ~ the tokenizer
 /// metadata plus a few MB). Same seed, same bytes. Throws dllm::Error on I/O failure.
-/// Q4_K blocks: random quants and 6-bit scales/mins, f16 d in [1e-4, 1.5e-4], dmin in [5e-4, 1e-3]
-/// (weights of about the size of a trained 8B model's, ~0.02). Q6_K blocks: random quants, scales
-/// in [-32, 31], f16 d in [6.2e-5, 1e-4]. Norm weights 1, biases uniform in [-0.02, 0.02].
+/// Q4_K blocks: random quants and 6-bit scales/mins, f16 d in [1e-4, 1.5e-4], dmin = 7.5 d (weights
+/// centred, rms ~0.03, about a trained 8B model's size). Q6_K blocks: random quants, scales in
+/// [-32, 31], f16 d in [6.2e-5, 1e-4] (rms ~0.028). Norm weights 1, biases uniform in [-0.02, 0.02].
 void write_synthetic_gguf(const Spec& spec, const std::string& path, uint64_t seed);
 
 }  // namespace dllm::synth
