@@ -72,6 +72,10 @@ struct RopeCase {
   double base;
 };
 
+void PrintTo(const RopeCase& c, std::ostream* os) {
+  *os << (c.mode == model::RopeMode::kNorm ? "norm" : "neox") << " hd=" << c.head_dim << " base=" << c.base;
+}
+
 class RopeTest : public ::testing::TestWithParam<RopeCase> {};
 
 TEST_P(RopeTest, MatchesComplexRotation) {
@@ -153,6 +157,11 @@ struct AttentionCase {
   int64_t n, n_head, n_head_kv, hd;
   int n_threads;
 };
+
+void PrintTo(const AttentionCase& c, std::ostream* os) {
+  *os << "n=" << c.n << " heads=" << c.n_head << "/" << c.n_head_kv << " hd=" << c.hd
+      << " threads=" << c.n_threads;
+}
 
 class AttentionTest : public ::testing::TestWithParam<AttentionCase> {};
 

@@ -1,0 +1,224 @@
+// read_config and Model::load on synthetic GGUF files written by the test: values read, conventions
+// chosen per architecture, and each load error with its exact message.
+#include "model/model.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "base/error.h"
+#include "model/synthetic_model.h"
+#include "test_util.h"
+
+namespace dllm::model {
+namespace {
+
+using test::SyntheticSpec;
+
+/// Writes `spec` and expects Model::load to throw dllm::Error with exactly `message`.
+void expect_load_error(const SyntheticSpec& spec, const std::string& message) {
+  test::TempDir dir;
+  const std::string path = (dir / "m.gguf").string();
+  test::write_synthetic_model(spec, path);
+  const auto file = gguf::GgufFile::open(path);
+  try {
+    (void)Model::load(file);
+    ADD_FAILURE() << "no error, expected: " << message;
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+    EXPECT_EQ(e.exit_code(), kExitFailure);
+  }
+}
+
+TEST(Config, LladaFromKeys) {
+  test::TempDir dir;
+  SyntheticSpec spec;
+  spec.rope_base = 500000.0f;
+  spec.rms_eps = 1e-5f;
+  spec.shift_logits = false;
+  test::write_synthetic_model(spec, (dir / "m.gguf").string());
+  const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+  const Model m = Model::load(file);
+  const ModelConfig& c = m.config();
+  EXPECT_EQ(c.arch, Arch::kLlada);
+  EXPECT_EQ(c.arch_name, "llada");
+  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_EQ(c.n_embd, 256);
+  EXPECT_EQ(c.n_ff, 512);
+  EXPECT_EQ(c.n_head, 4);
+  EXPECT_EQ(c.n_head_kv, 4);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.n_ctx_train, 4096);
+  EXPECT_EQ(c.n_vocab, 97);
+  EXPECT_EQ(c.rope_freq_base, 500000.0f);
+  EXPECT_EQ(c.rms_eps, 1e-5f);
+  EXPECT_EQ(c.rope_mode, RopeMode::kNorm);
+  EXPECT_FALSE(c.has_qkv_bias);
+  EXPECT_FALSE(c.shift_logits);
+  EXPECT_EQ(m.layers().size(), 2u);
+  EXPECT_EQ(m.layers()[1].ffn_down->name, "blk.1.ffn_down.weight");
+  EXPECT_TRUE(m.layers()[0].attn_q_bias.empty());
+  EXPECT_EQ(&m.output(), file.find_tensor("output.weight"));
+}
+
+TEST(Config, DreamFromKeys) {
+  test::TempDir dir;
+  SyntheticSpec spec;
+  spec.arch = "dream";
+  spec.n_head_kv = 2;
+  spec.rope_base = 1e6f;
+  spec.rms_eps = 1e-6f;
+  const auto synth = test::write_synthetic_model(spec, (dir / "m.gguf").string());
+  const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+  const Model m = Model::load(file);
+  const ModelConfig& c = m.config();
+  EXPECT_EQ(c.arch, Arch::kDream);
+  EXPECT_EQ(c.n_head_kv, 2);
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.has_qkv_bias);
+  EXPECT_TRUE(c.shift_logits) << "no diffusion.shift_logits key: Dream shifts";
+  EXPECT_EQ(c.rms_eps, 1e-6f);
+  // 1-D tensors are decoded to f32 copies.
+  const auto& bias = synth["blk.1.attn_k.bias"];
+  ASSERT_EQ(m.layers()[1].attn_k_bias.size(), bias.size());
+  for (size_t i = 0; i < bias.size(); ++i) EXPECT_EQ(m.layers()[1].attn_k_bias[i], float(bias[i]));
+  const auto& norm = synth["output_norm.weight"];
+  for (size_t i = 0; i < norm.size(); ++i) EXPECT_EQ(m.output_norm()[i], float(norm[i]));
+}
+
+TEST(Config, ShiftFlagAndDefaults) {
+  test::TempDir dir;
+  for (const auto& [arch, flag, expected] : {std::tuple{"dream", std::optional<bool>(false), false},
+                                             std::tuple{"dream", std::optional<bool>(true), true},
+                                             std::tuple{"llada", std::optional<bool>(), false}}) {
+    SyntheticSpec spec;
+    spec.arch = arch;
+    spec.shift_logits = flag;
+    spec.write_head_count_kv = false;  // defaults to head_count
+    spec.omit_keys = {std::string(arch) + ".rope.freq_base"};
+    test::write_synthetic_model(spec, (dir / "m.gguf").string());
+    const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+    const ModelConfig c = read_config(file);
+    EXPECT_EQ(c.shift_logits, expected) << arch;
+    EXPECT_EQ(c.n_head_kv, c.n_head);
+    EXPECT_EQ(c.rope_freq_base, 10000.0f);
+  }
+}
+
+TEST(Config, TiedOutputUsesTokenEmbedding) {
+  test::TempDir dir;
+  SyntheticSpec spec;
+  spec.tied_output = true;
+  test::write_synthetic_model(spec, (dir / "m.gguf").string());
+  const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+  const Model m = Model::load(file);
+  EXPECT_EQ(&m.output(), &m.token_embd());
+  EXPECT_EQ(m.config().n_vocab, 97);
+}
+
+TEST(Config, TypeMixCountsBoundTensors) {
+  test::TempDir dir;
+  SyntheticSpec spec;
+  spec.mix = test::WeightMix::kQ4KM;
+  spec.n_layer = 4;
+  test::write_synthetic_model(spec, (dir / "m.gguf").string());
+  const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+  const auto mix = Model::load(file).type_mix();
+  // 4 layers: 2 norms each + output_norm = 9 F32; Q6_K: output + attn_v/ffn_down of layers 2, 3 = 5.
+  const std::vector<std::pair<std::string, int>> expected = {{"F32", 9}, {"Q4_K", 25}, {"Q6_K", 5}};
+  EXPECT_EQ(mix, expected);
+}
+
+TEST(LoadErrors, UnsupportedArchitecture) {
+  SyntheticSpec spec;
+  spec.arch = "qwen2";
+  expect_load_error(spec, "unsupported model architecture: qwen2 (supported: llada, dream)");
+}
+
+TEST(LoadErrors, MissingArchitectureKey) {
+  SyntheticSpec spec;
+  spec.omit_keys = {"general.architecture"};
+  expect_load_error(spec, "required metadata key missing: general.architecture");
+}
+
+TEST(LoadErrors, MissingRequiredKeys) {
+  for (const std::string k : {"block_count", "embedding_length", "feed_forward_length",
+                              "attention.head_count", "context_length", "attention.layer_norm_rms_epsilon"}) {
+    for (const std::string arch : {"llada", "dream"}) {
+      SyntheticSpec spec;
+      spec.arch = arch;
+      spec.omit_keys = {arch + "." + k};
+      expect_load_error(spec, "required metadata key missing: " + arch + "." + k);
+    }
+  }
+}
+
+TEST(LoadErrors, MissingTensor) {
+  for (const std::string name : {"token_embd.weight", "output_norm.weight", "blk.1.ffn_up.weight",
+                                 "blk.0.attn_norm.weight", "blk.1.attn_output.weight"}) {
+    SyntheticSpec spec;
+    spec.omit_tensors = {name};
+    expect_load_error(spec, "required tensor missing: " + name);
+  }
+  SyntheticSpec dream;
+  dream.arch = "dream";
+  dream.n_head_kv = 2;
+  dream.omit_tensors = {"blk.1.attn_v.bias"};
+  expect_load_error(dream, "required tensor missing: blk.1.attn_v.bias");
+}
+
+TEST(LoadErrors, ShapeMismatch) {
+  SyntheticSpec spec;
+  spec.shape_override = {{"blk.1.attn_k.weight", {256, 128}}};
+  expect_load_error(spec, "tensor shape mismatch for blk.1.attn_k.weight: [256, 128], expected [256, 256]");
+
+  spec.shape_override = {{"blk.0.ffn_down.weight", {256, 512}}};
+  expect_load_error(spec, "tensor shape mismatch for blk.0.ffn_down.weight: [256, 512], expected [512, 256]");
+
+  spec.shape_override = {{"output_norm.weight", {256, 2}}};
+  expect_load_error(spec, "tensor shape mismatch for output_norm.weight: [256, 2], expected [256]");
+
+  SyntheticSpec dream;
+  dream.arch = "dream";
+  dream.n_head_kv = 2;
+  dream.shape_override = {{"blk.0.attn_q.bias", {128}}};
+  expect_load_error(dream, "tensor shape mismatch for blk.0.attn_q.bias: [128], expected [256]");
+}
+
+TEST(LoadErrors, UnsupportedTensorType) {
+  // Types our decoders cannot read at all, where the model itself needs to decode (embedding rows,
+  // norm weights, biases).
+  SyntheticSpec spec;
+  spec.type_override = {{"token_embd.weight", gguf::GgmlType::Q2_K}};
+  expect_load_error(spec, "unsupported GGUF tensor type: Q2_K (tensor token_embd.weight)");
+
+  spec.type_override = {{"blk.1.ffn_norm.weight", gguf::GgmlType::IQ4_NL}};
+  spec.n_embd = 256;
+  expect_load_error(spec, "unsupported GGUF tensor type: IQ4_NL (tensor blk.1.ffn_norm.weight)");
+}
+
+TEST(LoadErrors, HeadDimNotExact) {
+  SyntheticSpec spec;
+  spec.n_embd = 96;
+  spec.n_head = 5;
+  spec.n_head_kv = 5;
+  spec.n_ff = 64;
+  // Shapes cannot match a non-integer head_dim; the config check comes first and names both keys.
+  test::TempDir dir;
+  spec.shape_override = {{"blk.0.attn_q.weight", {96, 96}}, {"blk.1.attn_q.weight", {96, 96}}};
+  EXPECT_THROW(
+      {
+        try {
+          test::write_synthetic_model(spec, (dir / "m.gguf").string());
+          const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+          (void)Model::load(file);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("llada.attention.head_count"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+}
+
+}  // namespace
+}  // namespace dllm::model
