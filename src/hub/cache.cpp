@@ -93,7 +93,8 @@ std::vector<std::string> snapshot_files(const fs::path& repo_dir, const std::str
     std::error_code ec2;
     if (it->is_directory(ec2)) continue;
     if (!fs::exists(it->path(), ec2)) continue;  // dangling link: its blob was removed
-    out.push_back(fs::relative(it->path(), root, ec2).generic_string());
+    out.push_back(
+        it->path().lexically_relative(root).generic_string());  // not fs::relative: it follows links
   }
   std::sort(out.begin(), out.end());
   return out;
