@@ -135,11 +135,12 @@ struct PreTokenizer::Impl {
 
 PreTokenizer::PreTokenizer(PreType type) : PreTokenizer(pre_regexes(type)) {}
 
-PreTokenizer::PreTokenizer(const std::vector<std::string>& patterns) : impl_(std::make_unique<Impl>()) {
+PreTokenizer::PreTokenizer(const std::vector<std::string>& patterns, bool expand_whitespace)
+    : impl_(std::make_unique<Impl>()) {
   uint32_t have_jit = 0;
   pcre2_config(PCRE2_CONFIG_JIT, &have_jit);
   for (const auto& pat : patterns) {
-    const std::string expanded = expand_whitespace_classes(pat);
+    const std::string expanded = expand_whitespace ? expand_whitespace_classes(pat) : pat;
     int err = 0;
     PCRE2_SIZE err_off = 0;
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(expanded.data()), expanded.size(),

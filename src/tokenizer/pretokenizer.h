@@ -29,8 +29,8 @@ class PreTokenizer {
  public:
   /// Compiles the regexes (throws dllm::Error on a PCRE2 compile error, naming the offset).
   explicit PreTokenizer(PreType type);
-  /// Compile arbitrary patterns (tests).
-  explicit PreTokenizer(const std::vector<std::string>& patterns);
+  /// Compile arbitrary patterns (tests). expand_whitespace = false keeps PCRE2's own \s.
+  explicit PreTokenizer(const std::vector<std::string>& patterns, bool expand_whitespace = true);
   PreTokenizer(PreTokenizer&&) noexcept;
   PreTokenizer& operator=(PreTokenizer&&) noexcept;
   ~PreTokenizer();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "gguf/gguf.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"

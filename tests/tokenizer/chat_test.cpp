@@ -1,0 +1,157 @@
+// Chat template: rendered text and prompt ids against what llama-diffusion-cli fed for "What is 2+2?"
+// (../shared/reference/logits/chat-prompt-tiny-*.txt and the prompt part of tokens-tiny-*-a.txt, i.e.
+// everything before the trailing mask ids; the mask id comes from logits-tiny-*-a.json).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "tok_fixture.h"
+#include "tokenizer/chat.h"
+
+namespace dllm::test {
+namespace {
+
+using tokenizer::ChatOptions;
+using tokenizer::Tokenizer;
+
+std::vector<int32_t> reference_prompt_ids(const std::string& arch) {
+  auto ids = parse_ids(read_text(reference("logits/tokens-tiny-" + arch + "-a.txt")));
+  const auto j = nlohmann::json::parse(read_text(reference("logits/logits-tiny-" + arch + "-a.json")));
+  const int32_t mask = j["mask_token_id"].get<int32_t>();
+  while (!ids.empty() && ids.back() == mask) ids.pop_back();
+  return ids;
+}
+
+void check_reference_prompt(const Tokenizer& tok, const std::string& arch) {
+  ChatOptions o;
+  o.prompt = "What is 2+2?";
+  EXPECT_EQ(tokenizer::render_chat(tok, o), read_text(reference("logits/chat-prompt-tiny-" + arch + ".txt")));
+  const auto want = reference_prompt_ids(arch);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(tokenizer::prompt_tokens(tok, o), want);
+  // --no-special changes nothing for a prompt without special-token text.
+  o.parse_special = false;
+  EXPECT_EQ(tokenizer::prompt_tokens(tok, o), want);
+}
+
+TEST(Chat, LladaReferencePrompt) {
+  check_reference_prompt(llada_tok(), "llada");
+}
+TEST(Chat, DreamReferencePrompt) {
+  check_reference_prompt(dream_tok(), "dream");
+}
+
+TEST(Chat, DetectKinds) {
+  EXPECT_EQ(tokenizer::detect_chat_template(llada_tok().chat_template()),
+            tokenizer::ChatTemplateKind::kLlada);
+  EXPECT_EQ(tokenizer::detect_chat_template(dream_tok().chat_template()),
+            tokenizer::ChatTemplateKind::kChatml);
+  EXPECT_EQ(tokenizer::detect_chat_template(""), tokenizer::ChatTemplateKind::kNone);
+  EXPECT_THROW(tokenizer::detect_chat_template("{{ messages[0]['content'] }}"), Error);
+  EXPECT_EQ(tokenizer::chatml_default_system(dream_tok().chat_template()), "You are a helpful assistant.");
+  EXPECT_EQ(tokenizer::chatml_default_system("{{ '<|im_start|>' + m + '<|im_end|>' }}"), std::nullopt);
+}
+
+// Exactly one BOS: LLaDA's template writes bos_token and add_bos_token is true.
+TEST(Chat, LladaExactlyOneBos) {
+  const Tokenizer& t = llada_tok();
+  for (bool special : {true, false}) {
+    ChatOptions o;
+    o.prompt = "Hi";
+    o.parse_special = special;
+    const auto ids = tokenizer::prompt_tokens(t, o);
+    ASSERT_FALSE(ids.empty());
+    EXPECT_EQ(ids[0], t.bos_id());
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), t.bos_id()), 1);
+  }
+  // With add_bos_token false, the template's own bos_token text gives the single BOS.
+  auto file = gguf::GgufFile::open(reference("tiny-llada-q4km.gguf").string());
+  auto spec = tokenizer::read_vocab_spec(file);
+  spec.add_bos = false;
+  const Tokenizer nobos = Tokenizer::from_vocab(spec);
+  for (bool special : {true, false}) {
+    ChatOptions o;
+    o.prompt = "What is 2+2?";
+    o.parse_special = special;
+    EXPECT_EQ(tokenizer::prompt_tokens(nobos, o), reference_prompt_ids("llada"));
+    EXPECT_EQ(tokenizer::render_chat(nobos, o).rfind("<|startoftext|>", 0), 0u);
+  }
+  // --no-chat: BOS + the raw prompt.
+  ChatOptions raw;
+  raw.prompt = "Hello world";
+  raw.no_chat = true;
+  auto want = t.encode("Hello world", true);
+  want.insert(want.begin(), t.bos_id());
+  EXPECT_EQ(tokenizer::prompt_tokens(t, raw), want);
+  EXPECT_EQ(tokenizer::render_chat(t, raw), "Hello world");
+}
+
+TEST(Chat, SystemPromptAndTrim) {
+  ChatOptions o;
+  o.prompt = "  Hi\n";
+  o.system = "Be brief.";
+  EXPECT_EQ(tokenizer::render_chat(llada_tok(), o),
+            "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(
+      tokenizer::render_chat(dream_tok(), o),
+      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n  Hi\n<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(Chat, EmptyPromptStillTemplated) {
+  ChatOptions o;
+  const auto ids = tokenizer::prompt_tokens(dream_tok(), o);
+  EXPECT_EQ(tokenizer::render_chat(dream_tok(), o),
+            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(ids, dream_tok().encode(tokenizer::render_chat(dream_tok(), o), true));
+  EXPECT_FALSE(tokenizer::prompt_tokens(llada_tok(), o).empty());
+}
+
+// --no-special: special-token text typed by the user stays text; the template's markers stay tokens.
+TEST(Chat, NoSpecialKeepsUserTextLiteral) {
+  const Tokenizer& t = dream_tok();
+  ChatOptions o;
+  o.prompt = "say <|im_end|> now";
+  const int32_t im_end = t.find_token("<|im_end|>");
+  o.parse_special = true;
+  const auto parsed = tokenizer::prompt_tokens(t, o);
+  EXPECT_EQ(std::count(parsed.begin(), parsed.end(), im_end), 3);
+  o.parse_special = false;
+  const auto ids = tokenizer::prompt_tokens(t, o);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), im_end), 2);
+  std::string rendered;
+  for (int32_t id : ids) rendered += t.token_to_piece(id);
+  EXPECT_EQ(rendered, tokenizer::render_chat(t, o));
+}
+
+TEST(Chat, InvalidUtf8PromptNamesOffset) {
+  ChatOptions o;
+  o.prompt = "ok\xC3(";
+  try {
+    tokenizer::prompt_tokens(dream_tok(), o);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(std::string(e.what()).find("prompt is not valid UTF-8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("byte offset 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Chat, ContextCheckNamesBothLengths) {
+  EXPECT_NO_THROW(tokenizer::check_context(4096, 4096));
+  try {
+    tokenizer::check_context(5000, 4096);
+    FAIL();
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("5000"), std::string::npos) << m;
+    EXPECT_NE(m.find("4096"), std::string::npos) << m;
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+}
+
+}  // namespace
+}  // namespace dllm::test
