@@ -178,7 +178,10 @@ class Run {
                                DreamConfidence kind) {
     std::vector<Candidate> out(positions.size());
     const int64_t n = static_cast<int64_t>(positions.size());
-#pragma omp parallel num_threads(n_threads_)
+    // Small problems (tests, the last rows of a block) run on the calling thread: a parallel region
+    // costs more than it saves there. Either way each row is computed the same way.
+    const bool parallel = n > 1 && n * n_vocab_ >= (int64_t{1} << 16);
+#pragma omp parallel num_threads(n_threads_) if (parallel)
     {
       std::vector<double> probs;
       std::vector<int32_t> order;
