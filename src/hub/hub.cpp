@@ -250,6 +250,16 @@ RepoFile remote_file(const ModelRef& ref, const HubOptions& o) {
     if (size.empty()) size = r.header("content-length");
     if (f.size_bytes == 0 && !size.empty()) f.size_bytes = std::strtoull(size.c_str(), nullptr, 10);
   }
+  // Names from the hub become paths in the cache: refuse anything that could leave it.
+  bool bad_name =
+      f.filename.empty() || f.filename.front() == '/' || f.filename.find('\\') != std::string::npos;
+  for (const auto& part : fs::path(f.filename)) bad_name = bad_name || part == ".." || part == ".";
+  bool bad_commit = f.commit.empty() || f.commit.find_first_of("/\\") != std::string::npos ||
+                    f.commit == "." || f.commit == "..";
+  if (bad_name || bad_commit) {
+    throw Error("the hub at " + o.endpoint + " gave an unusable file name '" + f.filename + "' or commit '" +
+                f.commit + "' for " + f.repo + ": check HF_ENDPOINT");
+  }
   if (!is_sha256_hex(f.sha256)) {
     throw Error(
         "the hub publishes no sha256 for " + f.repo + "/" + f.filename +
@@ -360,6 +370,10 @@ void download_blob(const RepoFile& f, const fs::path& repo_dir, const HubOptions
       bool flushed = std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
       std::fclose(out);
       if (started) bar.finish();
+      // Keep a partial file only when it holds bytes; say so in errors only then.
+      uint64_t kept = fs::exists(part, ec) ? fs::file_size(part, ec) : 0;
+      if (kept == 0) fs::remove(part, ec);
+      w.partial = kept > 0 ? part.string() : "";
       if (!sink_error.empty()) {
         if (sink_error.rfind("cannot", 0) == 0) throw Error(sink_error);
         fs::remove(part, ec);

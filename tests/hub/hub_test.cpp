@@ -67,6 +67,7 @@ json repos() {
          {{"README.md", {{"text", "x"}, {"lfs", false}}},
           {"a-F16.gguf", {{"synthetic", 900}}},
           {"b-BF16.gguf", {{"synthetic", 800}}}}}}},
+      {"org/evil", {{"files", {{"../../../escape-Q4_K_M.gguf", {{"synthetic", 100}}}}}}},
       {"org/split",
        {{"files",
          {{"s-Q4_K_M-00001-of-00002.gguf", {{"synthetic", 500}}},
@@ -317,6 +318,8 @@ TEST_F(Hub, ServerErrorSaysTryAgainLater) {
   std::string cdn = error_of([&] { dllm::hub::resolve_model("org/tiny", opts()); });
   EXPECT_THAT(cdn, HasSubstr("HTTP 503"));
   EXPECT_FALSE(fs::exists(repo_dir() / "snapshots"));
+  EXPECT_TRUE(blob_names().empty()) << "an empty .incomplete was left: "
+                                    << ::testing::PrintToString(blob_names());
 }
 
 TEST_F(Hub, ConnectionRefusedSuggestsOffline) {
@@ -380,6 +383,13 @@ TEST_F(Hub, SplitFilesGiveAClearError) {
   EXPECT_THAT(msg, HasSubstr("split GGUF"));
   EXPECT_THAT(msg, HasSubstr("llama-gguf-split --merge"));
   EXPECT_TRUE(hub_.requests_to("/cdn/").empty());
+}
+
+TEST_F(Hub, FileNamesThatLeaveTheCacheAreRefused) {
+  std::string msg = error_of([&] { dllm::hub::resolve_model("org/evil", opts()); });
+  EXPECT_THAT(msg, HasSubstr("unusable file name"));
+  EXPECT_TRUE(hub_.requests_to("/cdn/").empty());
+  EXPECT_FALSE(fs::exists(dir_ / "escape-Q4_K_M.gguf"));
 }
 
 TEST_F(Hub, LookupRemoteAndListCache) {
