@@ -1,4 +1,5 @@
 // `dllm run`: declares the flags of the main job. The pipeline itself is in run_pipeline.cpp.
+#include <limits>
 #include <memory>
 
 #include "cli/commands.h"
@@ -7,6 +8,7 @@
 namespace dllm::cli {
 
 Command add_run_command(CLI::App& root) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub =
       root.add_subcommand("run", "Generate an answer to a prompt with a LLaDA or Dream GGUF model");
@@ -17,18 +19,20 @@ Command add_run_command(CLI::App& root) {
   prompt->excludes(prompt_pos);
   sub->add_option("-n,--max-tokens", o->max_tokens,
                   "Tokens to generate: masks in the canvas after the prompt")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str();
   sub->add_option("-s,--steps", o->steps, "Denoising steps (default: --max-tokens, one token per step)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   sub->add_option("--block-length", o->block_length,
                   "LLaDA: canvas blocks filled left to right; must divide --max-tokens")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str();
   sub->add_option("--temperature,--temp", o->temperature, "Sampling temperature (0: greedy)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(real_number(0, kInf))
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Random seed: the same seed gives the same text")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Random seed: the same seed gives the same text")
+      ->check(whole_number(0))
+      ->capture_default_str();
   add_compute_flags(*sub, o->compute);
   sub->add_option("--remasking", o->remasking, "LLaDA: which masked tokens a step commits")
       ->check(CLI::IsMember({"low_confidence", "random"}))
@@ -36,17 +40,17 @@ Command add_run_command(CLI::App& root) {
   sub->add_option("--alg", o->alg, "Dream: unmasking order (default entropy)")
       ->check(CLI::IsMember({"origin", "maskgit_plus", "topk_margin", "entropy"}));
   sub->add_option("--alg-temp", o->alg_temp, "Dream: temperature of the order (0: most confident first)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(real_number(0, kInf))
       ->capture_default_str();
   sub->add_option("--top-p", o->top_p, "Dream: nucleus filter before sampling (1: off)")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(real_number(0, 1, true))
       ->capture_default_str();
   sub->add_option("--top-k", o->top_k, "Dream: keep the k most likely tokens (0: off)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number(0))
       ->capture_default_str();
   sub->add_option("--threshold", o->threshold,
                   "Commit every masked token whose confidence exceeds this (Fast-dLLM parallel decoding)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(real_number(0, 1, true));
   CLI::Option* system = sub->add_option("--system", o->system, "System message for the chat template");
   sub->add_flag("--no-chat", o->no_chat, "Feed the prompt as raw text, without the chat template");
   sub->add_flag("--no-special", o->no_special, "Treat control-token text in the prompt as plain text");

@@ -1,9 +1,48 @@
 // See common_flags.h.
 #include "cli/common_flags.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 
 namespace dllm::cli {
+
+CLI::Validator whole_number(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& v) -> std::string {
+        int64_t x = 0;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (ec != std::errc() || p != v.data() + v.size() || x < min) {
+          return "must be a whole number >= " + std::to_string(min) + ", got '" + v + "'";
+        }
+        return "";
+      },
+      "INT>=" + std::to_string(min));
+}
+
+CLI::Validator real_number(double min, double max, bool min_exclusive) {
+  auto show = [](double d) {
+    if (d == std::numeric_limits<double>::infinity()) return std::string("inf");
+    std::string s = std::to_string(d);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  const std::string range = (min_exclusive ? "(" : "[") + show(min) + ", " + show(max) +
+                            (max == std::numeric_limits<double>::infinity() ? ")" : "]");
+  return CLI::Validator(
+      [=](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        const bool parsed = !v.empty() && end == v.c_str() + v.size() && std::isfinite(x);
+        if (!parsed || x < min || (min_exclusive && x == min) || x > max) {
+          return "must be a number in " + range + ", got '" + v + "'";
+        }
+        return "";
+      },
+      "NUMBER in " + range);
+}
 
 void add_model_flags(CLI::App& sub, ModelFlags& f) {
   sub.add_option("-m,--model", f.model,
@@ -13,7 +52,7 @@ void add_model_flags(CLI::App& sub, ModelFlags& f) {
 
 void add_compute_flags(CLI::App& sub, ComputeFlags& f) {
   sub.add_option("-t,--threads", f.threads, "CPU threads (0: one per physical core)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number(0))
       ->default_val(0);
   sub.add_option("--isa", f.isa,
                  "CPU kernel path: scalar, avx2, avxvnni, avx512vnni (default: best this CPU runs)")

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 
 namespace dllm::cli {
@@ -18,6 +19,11 @@ struct ComputeFlags {
 };
 
 void add_model_flags(CLI::App& sub, ModelFlags& f);
+
+/// Validators with messages that name the rule, e.g. "must be a whole number >= 1, got 'abc'"
+/// (CLI11 prefixes the flag name). `min_exclusive` makes the lower bound strict: (min, max].
+CLI::Validator whole_number(int64_t min);
+CLI::Validator real_number(double min, double max, bool min_exclusive = false);
 void add_compute_flags(CLI::App& sub, ComputeFlags& f);
 
 /// True when --offline was given or HF_HUB_OFFLINE is set to something other than "" / "0".

@@ -81,7 +81,12 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const auto chosen = app.get_subcommands();
     const std::string where = chosen.empty() ? "dllm --help" : "dllm " + chosen[0]->get_name() + " --help";
-    throw UsageError(std::string(e.what()) + " (see '" + where + "')");
+    std::string message = e.what();
+    // A stray word after the prompt is almost always an unquoted prompt of several words.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) && message.find("expected: -") == std::string::npos) {
+      message += "; quote a prompt of several words";
+    }
+    throw UsageError(message + " (see '" + where + "')");
   }
 
   if (help->parsed()) {

@@ -1,0 +1,280 @@
+// Every user-facing error of `dllm`, run through the real binary: the exact one-line message on stderr
+// and the exit code (1 failure, 2 usage). Malformed model files are written here with GgufWriter from
+// the reference tiny LLaDA file with exactly one thing changed, so each file triggers one error.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "gguf/writer.h"
+#include "run_binary.h"
+
+namespace dllm::test {
+namespace {
+
+using gguf::GgmlType;
+
+/// One tensor as it will be written.
+struct TensorSpec {
+  std::string name;
+  GgmlType type;
+  std::vector<int64_t> ne;
+  std::vector<uint8_t> data;
+};
+
+/// Copies `src` into `dst`, letting `edit_kv` drop (return false) or change metadata and `edit_tensor`
+/// change one tensor's type/shape/data (return false to drop it).
+void rewrite_gguf(const std::string& src, const std::string& dst,
+                  const std::function<bool(gguf::KeyValue&)>& edit_kv,
+                  const std::function<bool(TensorSpec&)>& edit_tensor) {
+  const gguf::GgufFile in = gguf::GgufFile::open(src);
+  gguf::GgufWriter w(in.version());
+  for (gguf::KeyValue kv : in.metadata()) {
+    if (kv.key == "general.alignment") continue;  // the writer's default alignment (32) is used
+    if (edit_kv && !edit_kv(kv)) continue;
+    w.add_value(kv.key, kv.value);
+  }
+  for (const gguf::TensorInfo& t : in.tensors()) {
+    TensorSpec s{t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), {}};
+    const uint8_t* p = in.tensor_data(t);
+    s.data.assign(p, p + t.n_bytes);
+    if (edit_tensor && !edit_tensor(s)) continue;
+    w.add_tensor(s.name, s.type, s.ne, s.data.data(), s.data.size());
+  }
+  w.write(dst);
+}
+
+class ModelErrors : public ::testing::Test {
+ protected:
+  /// Runs `dllm run` on a model file, a short canvas.
+  RunResult run_on(const std::string& model) {
+    return run_dllm({"run", "--model", model, "--prompt", "Hi", "--max-tokens", "8", "--steps", "8"});
+  }
+  void expect_error(const RunResult& r, const std::string& message, int exit_code) {
+    EXPECT_EQ(r.exit_code, exit_code) << r.err;
+    EXPECT_EQ(r.err, "ERROR: " + message + "\n");
+    EXPECT_EQ(r.out, "");
+  }
+  TempDir dir_;
+};
+
+TEST_F(ModelErrors, UnsupportedArchitecture) {
+  const std::string path = (dir_ / "qwen2.gguf").string();
+  rewrite_gguf(
+      llada_path(), path,
+      [](gguf::KeyValue& kv) {
+        if (kv.key == "general.architecture") kv.value.s = "qwen2";
+        return true;
+      },
+      nullptr);
+  expect_error(run_on(path), "unsupported model architecture: qwen2 (supported: llada, dream)", 1);
+}
+
+TEST_F(ModelErrors, MissingMetadataKey) {
+  const std::string path = (dir_ / "no-block-count.gguf").string();
+  rewrite_gguf(
+      llada_path(), path, [](gguf::KeyValue& kv) { return kv.key != "llada.block_count"; }, nullptr);
+  expect_error(run_on(path), "required metadata key missing: llada.block_count", 1);
+}
+
+TEST_F(ModelErrors, TensorShapeMismatch) {
+  // [256, 768] -> [768, 256]: same Q4_K byte count (768 rows x 1 block vs 256 rows x 3 blocks).
+  const std::string path = (dir_ / "shape.gguf").string();
+  rewrite_gguf(llada_path(), path, nullptr, [](TensorSpec& t) {
+    if (t.name == "blk.0.ffn_gate.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{256, 768}));
+      t.ne = {768, 256};
+    }
+    return true;
+  });
+  expect_error(run_on(path),
+               "tensor shape mismatch for blk.0.ffn_gate.weight: [768, 256], expected [256, 768]", 1);
+}
+
+TEST_F(ModelErrors, UnsupportedTensorType) {
+  // Q2_K: a valid ggml type (256 values in 84 bytes) that no decoder of ours reads, on the token
+  // embedding, which the model decodes row by row. (On a matrix the backend's kernel error comes
+  // first: see MatrixKernelType.)
+  const std::string path = (dir_ / "q2k.gguf").string();
+  rewrite_gguf(llada_path(), path, nullptr, [](TensorSpec& t) {
+    if (t.name == "token_embd.weight") {
+      t.type = GgmlType::Q2_K;
+      t.data.assign(static_cast<size_t>(t.ne[1]) * (t.ne[0] / 256) * 84, 0);
+    }
+    return true;
+  });
+  expect_error(run_on(path), "unsupported GGUF tensor type: Q2_K (tensor token_embd.weight)", 1);
+}
+
+TEST_F(ModelErrors, MatrixKernelType) {
+  // Q8_0 decodes (so the model binds) but has no matrix kernel: the CPU backend refuses it.
+  const std::string path = (dir_ / "q8_0.gguf").string();
+  rewrite_gguf(llada_path(), path, nullptr, [](TensorSpec& t) {
+    if (t.name == "blk.0.attn_q.weight") {
+      t.type = GgmlType::Q8_0;
+      t.data.assign(static_cast<size_t>(t.ne[1]) * (t.ne[0] / 32) * 34, 0);
+    }
+    return true;
+  });
+  const std::string message =
+      "tensor blk.0.attn_q.weight is Q8_0: matrix kernels exist for Q4_K, Q6_K, F32, F16, BF16";
+  expect_error(run_on(path), message, 1);
+  const std::string out = (dir_ / "logits.f32").string();
+  expect_error(run_dllm({"logits", "--model", path, "--tokens", "1 2 3", "--out", out}), message, 1);
+}
+
+TEST_F(ModelErrors, MissingTensor) {
+  const std::string path = (dir_ / "no-output-norm.gguf").string();
+  rewrite_gguf(llada_path(), path, nullptr, [](TensorSpec& t) { return t.name != "output_norm.weight"; });
+  expect_error(run_on(path), "required tensor missing: output_norm.weight", 1);
+}
+
+TEST_F(ModelErrors, TruncatedFile) {
+  const std::vector<char> bytes = read_file(llada_path());
+  ASSERT_GT(bytes.size(), 2000000u);
+  // Cut in the header (metadata), in the tensor directory region, and in the tensor data.
+  for (size_t n : {size_t{24}, size_t{100000}, size_t{2000000}, bytes.size() - 1}) {
+    const std::string path = (dir_ / ("cut-" + std::to_string(n) + ".gguf")).string();
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(n));
+    for (const char* cmd : {"run", "inspect"}) {
+      const RunResult r = std::string(cmd) == "run" ? run_on(path) : run_dllm({"inspect", path});
+      EXPECT_EQ(r.exit_code, 1) << cmd << " on " << n << " bytes: " << r.err;
+      EXPECT_TRUE(is_one_error_line(r.err)) << cmd << " on " << n << " bytes: " << r.err;
+      EXPECT_EQ(r.out, "") << cmd << " on " << n << " bytes";
+    }
+  }
+}
+
+TEST_F(ModelErrors, NotAGgufFile) {
+  const std::string path = (dir_ / "text.gguf").string();
+  std::ofstream(path) << "this is not a GGUF file, just some text long enough to read a header from";
+  const RunResult r = run_on(path);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+}
+
+TEST(CliErrors, MissingModelFile) {
+  const std::string path = "/nonexistent-dir/model.gguf";
+  for (const char* cmd : {"run", "tokenize"}) {
+    const RunResult r = run_dllm({cmd, "--model", path, "--prompt", "Hi"});
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find("model file not found"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  }
+  const RunResult r = run_dllm({"inspect", path});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, BadFlag) {
+  const RunResult r = run_dllm({"run", "--model", llada_path(), "--bogus", "Hi"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dllm run --help"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(CliErrors, BadFlagValues) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--max-tokens", "abc"}, {"--max-tokens", "0"}, {"--steps", "-3"},       {"--temperature", "-1"},
+      {"--remasking", "best"}, {"--alg", "greedy"},   {"--top-p", "1.5"},      {"--isa", "neon"},
+      {"--threads", "-1"},     {"--threshold", "2"},  {"--block-length", "0"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", c[0], c[1]});
+    EXPECT_EQ(r.exit_code, 2) << c[0] << " " << c[1] << ": " << r.err;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find(c[0]), std::string::npos) << r.err;
+  }
+}
+
+TEST(CliErrors, InvalidCombinationNamesTheChoices) {
+  // LLaDA: max_tokens must be a multiple of block_length, steps a multiple of the block count.
+  RunResult r = run_dllm(
+      {"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "48", "--block-length", "32"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "64", "--steps", "5"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+}
+
+TEST(CliErrors, UnknownCommandSuggestsTheClosest) {
+  const std::vector<std::pair<std::string, std::string>> cases = {{"rnu", "run"},
+                                                                  {"tokenise", "tokenize"},
+                                                                  {"inspekt", "inspect"},
+                                                                  {"logit", "logits"},
+                                                                  {"hlep", "help"}};
+  for (const auto& [word, want] : cases) {
+    const RunResult r = run_dllm({word, "--model", llada_path()});
+    EXPECT_EQ(r.exit_code, 2) << word;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find("did you mean '" + want + "'"), std::string::npos) << r.err;
+  }
+  const RunResult r = run_dllm({"help", "rnu"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("did you mean 'run'"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, NoModelOrNoPrompt) {
+  RunResult r = run_dllm({"run", "--prompt", "Hi"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
+  r = run_dllm({"run", "--model", llada_path()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("--prompt"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, LongerThanTheModelContext) {
+  // tiny-llada: llada.context_length = 4096 (reference README). Canvas: 18 prompt + 5000 masks.
+  const gguf::GgufFile f = gguf::GgufFile::open(llada_path());
+  const uint64_t n_ctx = f.get_u64("llada.context_length");
+  RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "What is 2+2?", "--max-tokens", "5000",
+                          "--block-length", "5000"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("5018"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(n_ctx)), std::string::npos) << r.err;
+  // The prompt alone: ~n_ctx + 100 tokens of " hello".
+  std::string prompt;
+  for (uint64_t i = 0; i < n_ctx + 100; ++i) prompt += " hello";
+  r = run_dllm({"run", "--model", llada_path(), "--prompt", prompt, "--no-chat", "--max-tokens", "8"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("prompt"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(n_ctx)), std::string::npos) << r.err;
+}
+
+TEST(CliHelp, EveryCommandHasHelp) {
+  for (const char* cmd : {"run", "tokenize", "inspect", "logits", "pull"}) {
+    const RunResult r = run_dllm({cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.out.find(std::string("dllm ") + cmd), std::string::npos) << r.out;
+    EXPECT_EQ(r.err, "");
+    const RunResult h = run_dllm({"help", cmd});
+    EXPECT_EQ(h.exit_code, 0) << cmd;
+    EXPECT_EQ(h.out, r.out);
+  }
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{}, {"--help"}, {"help"}, {"-h"}}) {
+    const RunResult r = run_dllm(args);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("--max-tokens"), std::string::npos);  // every command's usage
+    EXPECT_NE(r.out.find("--tokens-file"), std::string::npos);
+  }
+  // Help wins over a bad flag elsewhere on the line.
+  const RunResult r = run_dllm({"run", "--bogus", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace dllm::test
