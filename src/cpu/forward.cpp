@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cpu/dispatch.h"
 #include "cpu/ops.h"
 #include "model/model.h"
 #include "quant/quant.h"
@@ -81,6 +82,7 @@ struct CpuForward::Impl {
   model::ModelConfig c;
   int64_t max_tokens = 0;
   int n_threads = 1;
+  Isa isa = Isa::kScalar;
 
   struct LayerMatrices {
     std::unique_ptr<Matrix> q, k, v, o, gate, up, down;
@@ -105,7 +107,7 @@ struct CpuForward::Impl {
       throw Error("max_tokens must be positive (got " + std::to_string(opt.max_tokens) + ")");
     max_tokens = opt.max_tokens;
     n_threads = opt.n_threads > 0 ? opt.n_threads : physical_core_count();
-    const Isa isa = opt.isa.value_or(Isa::kScalar);
+    isa = opt.isa ? *opt.isa : choose_isa("");
     if (opt.rope_mode) c.rope_mode = *opt.rope_mode;
 
     auto make = [&](const gguf::TensorInfo* t) { return make_matrix(*t, m.data(*t), isa); };

@@ -20,8 +20,8 @@ namespace dllm::cpu {
 struct ForwardOptions {
   int64_t max_tokens = 0;  ///< longest token sequence forward() will see (prompt + canvas)
   int n_threads = 0;       ///< 0: physical cores (physical_core_count())
-  /// Kernel path for the weight matrices; nullopt: make_matrix's choice for this CPU (kScalar until
-  /// run-time dispatch lands).
+  /// Kernel path for the Q4_K / Q6_K weight matrices; nullopt: choose_isa("") (cpu/dispatch.h: the
+  /// $DLLM_CPU_ISA override, else the fastest path this CPU supports).
   std::optional<Isa> isa;
   /// Diagnostics only: forces a RoPE pairing instead of the architecture's (tests use it to show
   /// that a convention error is caught by the reference-logits comparison). nullopt: the model's.
@@ -50,6 +50,8 @@ class CpuForward {
   int64_t n_vocab() const;
   /// Threads forward() runs on (ForwardOptions::n_threads resolved).
   int n_threads() const;
+  /// The kernel path in use (ForwardOptions::isa resolved).
+  Isa isa() const;
   /// ForwardOptions::max_tokens.
   int64_t max_tokens() const;
 

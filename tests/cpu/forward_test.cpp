@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cpu/dispatch.h"
 #include "cpu/forward.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -210,7 +211,7 @@ SyntheticSpec make_spec(const std::string& arch, WeightMix mix) {
     s.n_ff = 160;
     s.n_layer = 3;
   } else {
-    s.n_layer = 4;  // layers 2, 3 get Q6_K attn_v / ffn_down as in Q4_K_M
+    s.n_layer = 2;  // layer 1 gets Q6_K attn_v / ffn_down as in Q4_K_M (use_more_bits: i >= 7n/8)
   }
   return s;
 }
@@ -225,35 +226,51 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
   const auto file = gguf::GgufFile::open(path);
   const auto model = model::Model::load(file);
 
-  const auto tokens = random_tokens(13, c.spec.n_vocab, 7);
-  cpu::ForwardOptions opt;
-  opt.max_tokens = 16;
-  opt.n_threads = 2;
-  cpu::CpuForward fwd(model, opt);
-  ASSERT_EQ(fwd.n_vocab(), c.spec.n_vocab);
+  // Quantized models: a short sequence. Q8_K rounding is discontinuous: where our f32 value and the
+  // reference's f64 value of an activation straddle a rounding tie (a ~1e-5 chance per value), the
+  // two runs take different int8 values and from there drift apart to the size of the Q8_K noise
+  // (the effect ../shared/reference/README.md "Numerics" describes against llama.cpp). 5 tokens x 2
+  // layers keep the number of rounded values (~7000) small enough that no tie is hit; attention and
+  // RoPE over longer sequences are checked tightly by the F32 cases.
+  const bool quantized = c.spec.mix == WeightMix::kQ4KM;
+  const auto tokens = random_tokens(quantized ? 5 : 13, c.spec.n_vocab, 7);
   std::vector<int32_t> rows(tokens.size());
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
-  std::vector<float> logits(rows.size() * fwd.n_vocab());
-  fwd.forward(tokens, rows, logits.data());
-
   Reference ref{synth, /*emulate_q8k=*/true, /*neox=*/c.spec.arch == "dream"};
   const auto expected = ref.forward(tokens);
-  const double err = max_rel_rms(logits, expected);
-  std::printf("[figures] %s: max row rel RMS vs f64 reference %.2e (bound %.0e)\n", c.name.c_str(), err,
-              c.bound);
-  EXPECT_LE(err, c.bound);
 
-  // The comparison is sharp enough to see a convention error: the other RoPE pairing is far off.
-  Reference wrong = ref;
-  wrong.neox = !ref.neox;
-  EXPECT_GT(max_rel_rms(logits, wrong.forward(tokens)), 100 * c.bound);
-  if (c.spec.mix == WeightMix::kQ4KM) {
-    // ... and so is the Q8_K activation rounding: without it the reference is measurably further away.
-    Reference exact = ref;
-    exact.emulate_q8k = false;
-    const double err_exact = max_rel_rms(logits, exact.forward(tokens));
-    std::printf("[figures] %s: vs f64 reference without Q8_K rounding %.2e\n", c.name.c_str(), err_exact);
-    EXPECT_GT(err_exact, 3 * err);
+  for (const cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvxVnni, cpu::Isa::kAvx512Vnni}) {
+    if (!cpu::isa_supported(isa)) {
+      std::printf("[skipped] %s: this CPU cannot run %s\n", c.name.c_str(), cpu::isa_name(isa));
+      continue;
+    }
+    cpu::ForwardOptions opt;
+    opt.max_tokens = 16;
+    opt.n_threads = 2;
+    opt.isa = isa;
+    cpu::CpuForward fwd(model, opt);
+    ASSERT_EQ(fwd.n_vocab(), c.spec.n_vocab);
+    std::vector<float> logits(rows.size() * fwd.n_vocab());
+    fwd.forward(tokens, rows, logits.data());
+
+    const double err = max_rel_rms(logits, expected);
+    std::printf("[figures] %s (%s): max row rel RMS vs f64 reference %.2e (bound %.0e)\n", c.name.c_str(),
+                cpu::isa_name(isa), err, c.bound);
+    EXPECT_LE(err, c.bound) << cpu::isa_name(isa);
+
+    // The comparison is sharp enough to see a convention error: the other RoPE pairing is far off.
+    Reference wrong = ref;
+    wrong.neox = !ref.neox;
+    EXPECT_GT(max_rel_rms(logits, wrong.forward(tokens)), 100 * c.bound);
+    if (quantized) {
+      // ... and the Q8_K activation rounding: without it the reference is far further away.
+      Reference exact = ref;
+      exact.emulate_q8k = false;
+      const double err_exact = max_rel_rms(logits, exact.forward(tokens));
+      std::printf("[figures] %s (%s): vs f64 reference without Q8_K rounding %.2e\n", c.name.c_str(),
+                  cpu::isa_name(isa), err_exact);
+      EXPECT_GT(err_exact, 100 * err);
+    }
   }
 }
 
@@ -263,8 +280,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"dream_f32", make_spec("dream", WeightMix::kF32), 1e-5},
                       Case{"llada_f16_bf16", make_spec("llada", WeightMix::kFloatMix), 1e-5},
                       Case{"dream_f16_bf16", make_spec("dream", WeightMix::kFloatMix), 1e-5},
-                      Case{"llada_q4km", make_spec("llada", WeightMix::kQ4KM), 1e-3},
-                      Case{"dream_q4km", make_spec("dream", WeightMix::kQ4KM), 1e-3}),
+                      Case{"llada_q4km", make_spec("llada", WeightMix::kQ4KM), 1e-5},
+                      Case{"dream_q4km", make_spec("dream", WeightMix::kQ4KM), 1e-5}),
     [](const auto& info) { return info.param.name; });
 
 TEST(SyntheticForward, TiedOutputAndShortSequence) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/dispatch.h"
 #include "cpu/forward.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -97,8 +98,10 @@ bool within_bounds(const Figures& f) {
 }
 
 std::vector<float> run_forward(const model::Model& model, const std::vector<int32_t>& tokens, int n_threads,
-                               std::optional<model::RopeMode> rope_mode = std::nullopt) {
+                               std::optional<model::RopeMode> rope_mode = std::nullopt,
+                               std::optional<cpu::Isa> isa = std::nullopt) {
   cpu::ForwardOptions opt;
+  opt.isa = isa;
   opt.max_tokens = static_cast<int64_t>(tokens.size());
   opt.n_threads = n_threads;
   opt.rope_mode = rope_mode;
@@ -122,8 +125,12 @@ std::vector<std::string> sequence_keys(const std::string& arch) {
 
 class ReferenceLogits : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ReferenceLogits, MatchLlamaCpp) {
-  const std::string arch = GetParam();
+/// (arch, kernel path): the comparison runs on every path this CPU supports.
+class ReferenceLogitsIsa : public ::testing::TestWithParam<std::tuple<std::string, cpu::Isa>> {};
+
+TEST_P(ReferenceLogitsIsa, MatchLlamaCpp) {
+  const auto [arch, isa] = GetParam();
+  if (!cpu::isa_supported(isa)) GTEST_SKIP() << "this CPU cannot run " << cpu::isa_name(isa);
   const auto file = gguf::GgufFile::open(test::reference("tiny-" + arch + "-q4km.gguf").string());
   const auto model = model::Model::load(file);
   const auto keys = sequence_keys(arch);
@@ -131,15 +138,25 @@ TEST_P(ReferenceLogits, MatchLlamaCpp) {
   for (const std::string& key : keys) {
     const Sequence s = load_sequence(arch, key);
     ASSERT_EQ(s.n_vocab, model.config().n_vocab);
-    const auto ours = run_forward(model, s.tokens, 2);
+    const auto ours = run_forward(model, s.tokens, 2, std::nullopt, isa);
     const Figures f = compare(s, ours, true);
-    std::printf("[figures] tiny-%s-%s: %zu rows, rel RMS max %.4f median %.4f, argmax agreement %.1f%%\n",
-                arch.c_str(), key.c_str(), s.tokens.size(), f.max_rel, f.median_rel, 100 * f.argmax_agree);
+    std::printf(
+        "[figures] tiny-%s-%s (%s): %zu rows, rel RMS max %.4f median %.4f, argmax agreement %.1f%%\n",
+        arch.c_str(), key.c_str(), cpu::isa_name(isa), s.tokens.size(), f.max_rel, f.median_rel,
+        100 * f.argmax_agree);
     EXPECT_LE(f.max_rel, 0.05) << key;
     EXPECT_LE(f.median_rel, 0.03) << key;
     EXPECT_GE(f.argmax_agree, 0.9) << key;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(ArchsIsas, ReferenceLogitsIsa,
+                         ::testing::Combine(::testing::Values("llada", "dream"),
+                                            ::testing::Values(cpu::Isa::kScalar, cpu::Isa::kAvx2,
+                                                              cpu::Isa::kAvxVnni, cpu::Isa::kAvx512Vnni)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + cpu::isa_name(std::get<1>(info.param));
+                         });
 
 TEST_P(ReferenceLogits, WrongRopeModeFails) {
   // The comparison must be able to fail: the other RoPE pairing (a convention error) is far outside
