@@ -37,7 +37,7 @@ struct Raw {
     return *this;
   }
   Raw& header(uint32_t version, uint64_t n_tensors, uint64_t n_kv) {
-    b.insert(b.end(), {'G', 'G', 'U', 'F'});
+    put<uint32_t>(0x46554747u);  // "GGUF" as little-endian bytes
     put<uint32_t>(version).put<uint64_t>(n_tensors).put<uint64_t>(n_kv);
     return *this;
   }
@@ -568,6 +568,14 @@ TEST(GgufMalformed, HugeCountsAreRejectedBeforeAllocating) {
   Raw key;
   key.header(3, 0, 1).put<uint64_t>(1000).fill(20, 'x');
   EXPECT_ERROR_HAS(key.b, "truncated file", "metadata key 0", "has length 1000");
+}
+
+TEST(GgufMalformed, MetadataElementBudget) {
+  // 2^24 + 1 one-byte elements fit in the file but would cost ~1.7 GB as parsed Values.
+  const uint64_t n = (uint64_t{1} << 24) + 1;
+  Raw r;
+  r.header(3, 0, 1).str("big").put<uint32_t>(ARR).put<uint32_t>(U8).put<uint64_t>(n).fill(n, 0);
+  EXPECT_ERROR_HAS(r.b, "metadata arrays hold more than 16777216 elements", "metadata key 'big'");
 }
 
 TEST(GgufMalformed, BadValueTypes) {
