@@ -73,20 +73,27 @@ std::string resume_hint(const What& w) {
   return w.partial.empty() ? "" : " (the partial download is kept and resumed by the next run)";
 }
 
+// The hub could not be reached at all (no HTTP answer): pull falls back to a cached copy, as
+// huggingface_hub's hf_hub_download does on connection errors.
+class Unreachable : public Error {
+ public:
+  using Error::Error;
+};
+
 [[noreturn]] void throw_network(const HttpReply& r, const HubOptions& o, const What& w) {
   std::string host = r.host.empty() ? url_host(o.endpoint) : r.host;
   std::string doing =
       w.filename.empty() ? "looking up " + w.repo : "downloading " + w.repo + "/" + w.filename;
   switch (r.curl_code) {
     case CURLE_COULDNT_CONNECT:
-      throw Error("cannot connect to " + host + " (" + r.curl_error + ") while " + doing +
-                  ": check the network and HF_ENDPOINT (now " + o.endpoint +
-                  "), or run with --offline to use a model already in the cache");
+      throw Unreachable("cannot connect to " + host + " (" + r.curl_error + ") while " + doing +
+                        ": check the network and HF_ENDPOINT (now " + o.endpoint +
+                        "), or run with --offline to use a model already in the cache");
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
-      throw Error("cannot resolve the host name " + host + " while " + doing +
-                  ": check the network, DNS and HF_ENDPOINT (now " + o.endpoint +
-                  "), or run with --offline to use a model already in the cache");
+      throw Unreachable("cannot resolve the host name " + host + " while " + doing +
+                        ": check the network, DNS and HF_ENDPOINT (now " + o.endpoint +
+                        "), or run with --offline to use a model already in the cache");
     case CURLE_OPERATION_TIMEDOUT:
       throw Error("timeout: " + host + " sent nothing for " + std::to_string(o.stall_timeout_s) +
                   " s while " + doing + ": check the network, then run the same command again" +
@@ -583,7 +590,16 @@ ResolvedModel pull(const std::string& spec, const HubOptions& opts) {
     verify_cached_or_throw(*cached, opts, spec);
     return *cached;
   }
-  RepoFile f = remote_file(ref, opts);
+  RepoFile f;
+  try {
+    f = remote_file(ref, opts);
+  } catch (const Unreachable& e) {
+    auto cached = find_in_cache(ref, opts);
+    if (!cached) throw;
+    say(opts, std::string(e.what()) + "; using the cached copy");
+    verify_cached_or_throw(*cached, opts, spec);
+    return *cached;
+  }
   fs::path repo_dir = repo_cache_dir(opts, f.repo);
   fs::path blob = repo_dir / "blobs" / f.sha256;
   ResolvedModel m;

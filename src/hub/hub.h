@@ -81,7 +81,9 @@ std::string resolve_model(const std::string& spec, const HubOptions& opts);
 
 /// Like resolve_model but always asks the hub which commit the revision is at (unless offline, where
 /// it only checks the cache), updates refs/<revision>, and downloads the chosen file when its blob is
-/// missing. Throws dllm::UsageError for a local-path spec.
+/// missing. When the hub cannot be reached at all (connection refused, unknown host) and the cache
+/// has the file, the cached copy is used (an on_message line says so), as huggingface_hub does.
+/// Throws dllm::UsageError for a local-path spec.
 ResolvedModel pull(const std::string& spec, const HubOptions& opts);
 
 /// Which file `spec` (a repo spec) names on the hub and its size, without downloading it: for the

@@ -163,6 +163,16 @@ TEST_F(Hub, SecondResolveUsesTheCacheWithoutNetwork) {
   EXPECT_EQ(dllm::hub::resolve_model("org/tiny", opts()), first);
   EXPECT_EQ(dllm::hub::resolve_model("org/tiny:Q4_K_M", opts()), first);
   EXPECT_EQ(hub_.requests().size(), n_requests);
+  // pull asks the hub first; unreachable, it falls back to the cached copy and says so.
+  std::vector<std::string> messages;
+  HubOptions o = opts();
+  o.on_message = [&](const std::string& m) { messages.push_back(m); };
+  auto pulled = dllm::hub::pull("org/tiny", o);
+  EXPECT_EQ(pulled.path, first);
+  EXPECT_FALSE(pulled.downloaded);
+  EXPECT_THAT(::testing::PrintToString(messages), HasSubstr("using the cached copy"));
+  // Nothing cached for that quant: the connection error itself.
+  EXPECT_THAT(error_of([&] { dllm::hub::pull("org/tiny:Q8_0", o); }), HasSubstr("cannot connect"));
 }
 
 TEST_F(Hub, ResumesAfterACutConnection) {
