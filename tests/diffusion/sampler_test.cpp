@@ -535,3 +535,32 @@ TEST(Sampler, ThreadCountDoesNotChangeOutput) {
     EXPECT_NE(generate(src, kPrompt, p).canvas, outs[0]);
   }
 }
+
+// Temperature 0 is argmax for every seed (llama-diffusion-cli at --temp 0 still samples at T = 1
+// from the top-k/top-p-filtered distribution: docs/sampling.md).
+TEST(Sampler, TemperatureZeroIsArgmaxForEverySeed) {
+  ScriptedSource src(kVocab, [](std::span<const int32_t>, int32_t row, float* out) {
+    // Nearly flat rows: sampling at T = 1 would almost never reproduce the argmax everywhere.
+    for (int i = 0; i < kVocab; ++i) out[i] = 0.01f * static_cast<float>((i * 3 + row) % kVocab);
+  });
+  auto argmax = [](int32_t row) {
+    int best = -1;
+    float bv = 0;
+    for (int i = 0; i < kVocab; ++i) {
+      const float v = 0.01f * static_cast<float>((i * 3 + row) % kVocab);
+      if (i != kMask && (best < 0 || v > bv)) bv = v, best = i;
+    }
+    return best;
+  };
+  std::vector<SamplerParams> configs = {llada(8, 8, 8), dream(8, 8, DreamAlg::kOrigin),
+                                        dream(8, 8, DreamAlg::kMaskgitPlus), dream(8, 8, DreamAlg::kEntropy)};
+  configs[1].top_p = 0.95;  // llama.cpp's defaults do not make T = 0 random here
+  configs[1].top_k = 40;
+  for (auto p : configs)
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+      p.seed = seed;
+      const auto r = generate(src, kPrompt, p);
+      ASSERT_EQ(r.answer.size(), 8u);
+      for (size_t i = 0; i < 8; ++i) EXPECT_EQ(r.answer[i], argmax(static_cast<int32_t>(i + kPrompt.size())));
+    }
+}
