@@ -155,8 +155,9 @@ Tokenizer Tokenizer::from_vocab(const VocabSpec& spec) {
     throw Error("tokenizer.ggml.token_type has " + std::to_string(spec.token_types.size()) + " entries but " +
                 "tokenizer.ggml.tokens has " + std::to_string(n));
   }
-  v.texts = spec.tokens;
+  v.texts = std::move(spec.tokens);
   v.attrs.resize(n);
+  v.text_to_id.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     v.attrs[i] = spec.token_types.empty() ? kAttrNormal : attr_from_type(spec.token_types[i]);
     v.text_to_id[v.texts[i]] = static_cast<int32_t>(i);  // a repeated text maps to its last id (llama.cpp)
@@ -167,6 +168,8 @@ Tokenizer Tokenizer::from_vocab(const VocabSpec& spec) {
 
   // Merges: "left right", rank = position. A merge whose parts or result are not tokens can never
   // fire on token ids; valid byte-level vocabularies have none.
+  v.merges.reserve(spec.merges.size());
+  std::string joined;
   for (size_t r = 0; r < spec.merges.size(); ++r) {
     const std::string& m = spec.merges[r];
     const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
@@ -177,7 +180,9 @@ Tokenizer Tokenizer::from_vocab(const VocabSpec& spec) {
     const std::string_view mv(m);
     const int32_t l = v.lookup(mv.substr(0, sp)), rt = v.lookup(mv.substr(sp + 1));
     if (l < 0 || rt < 0) continue;
-    const int32_t res = v.lookup(std::string(mv.substr(0, sp)) + std::string(mv.substr(sp + 1)));
+    joined.assign(mv.substr(0, sp));
+    joined.append(mv.substr(sp + 1));
+    const int32_t res = v.lookup(joined);
     if (res < 0) continue;
     const uint64_t key = (static_cast<uint64_t>(l) << 32) | static_cast<uint32_t>(rt);
     v.merges.emplace(key, Impl::Merge{static_cast<int32_t>(r), res});  // first rank wins

@@ -137,6 +137,7 @@ class Tokenizer {
  private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  static Tokenizer from_vocab_moved(VocabSpec&& spec);
   std::unique_ptr<Impl> impl_;
 };
 
