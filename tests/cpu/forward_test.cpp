@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -387,6 +388,13 @@ TEST(ForwardErrors, BadInputs) {
       "logits row 2 is outside the sequence [0, 2)");
   expect_error([&] { cpu::CpuForward bad(model, cpu::ForwardOptions{}); },
                "max_tokens must be positive (got 0)");
+}
+
+TEST(Threads, PhysicalCoreCount) {
+  // Distinct cores among the CPUs this process may use: at least 1, at most the logical CPUs.
+  const int n = cpu::physical_core_count();
+  EXPECT_GE(n, 1);
+  EXPECT_LE(n, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 }  // namespace
