@@ -110,7 +110,14 @@ struct CpuForward::Impl {
     isa = opt.isa ? *opt.isa : choose_isa("");
     if (opt.rope_mode) c.rope_mode = *opt.rope_mode;
 
-    auto make = [&](const gguf::TensorInfo* t) { return make_matrix(*t, m.data(*t), isa); };
+    // A matrix that copied / repacked its weights no longer reads the mapping: give those pages back so
+    // the model is resident once (issue 3, memory). A later read (the tied embedding lookup) faults
+    // them in again from the file.
+    auto make = [&](const gguf::TensorInfo* t) {
+      std::unique_ptr<Matrix> mat = make_matrix(*t, m.data(*t), isa);
+      if (mat->owns_data()) m.file().release_pages(*t);
+      return mat;
+    };
     for (const model::LayerWeights& lw : m.layers()) {
       LayerMatrices lm;
       lm.q = make(lw.attn_q);
