@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -18,8 +19,10 @@
 namespace dllm::hub {
 namespace {
 
+// Unique per process and per call, so concurrent writers (threads or processes) never share a temp name.
 std::string tmp_suffix() {
-  return ".tmp." + std::to_string(::getpid());
+  static std::atomic<uint64_t> counter{0};
+  return ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
 }
 
 bool is_commit_hex(const std::string& s) {

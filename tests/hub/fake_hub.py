@@ -16,6 +16,7 @@ Errors carry X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound, GatedR
 Repos come from --repos FILE (JSON) or, without it, from --shared DIR (org/tiny = the tiny LLaDA
 reference model as tiny-Q4_K_M.gguf plus small extra files; org/tiny-dream = the tiny Dream model):
   {"org/tiny": {"commit": "<40 hex>", "token": "<optional: required Bearer token (gated)>",
+                "no_blob_info": false (true: siblings without size/lfs, like an older mirror),
                 "files": {"tiny-Q4_K_M.gguf": {"path": "/abs/file"},
                           "tiny-Q8_0.gguf": {"synthetic": 4096},
                           "README.md": {"text": "hello", "lfs": false}}}}
@@ -103,7 +104,8 @@ class Hub:
         for repo_id, r in repos.items():
             files = {name: Blob(name, spec) for name, spec in r["files"].items()}
             commit = r.get("commit") or hashlib.sha1(repo_id.encode()).hexdigest()
-            self.repos[repo_id] = {"commit": commit, "token": r.get("token"), "files": files}
+            self.repos[repo_id] = {"commit": commit, "token": r.get("token"), "files": files,
+                                   "no_blob_info": r.get("no_blob_info", False)}
             for b in files.values():
                 self.by_sha[b.sha256] = b
         self.faults_path = faults_path
@@ -213,7 +215,7 @@ class Handler(BaseHTTPRequestHandler):
         repo = self.repo_or_error(repo_id, revision, head)
         if repo is None:
             return
-        blobs = "blobs=true" in query
+        blobs = "blobs=true" in query and not repo["no_blob_info"]
         siblings = []
         for b in repo["files"].values():
             s = {"rfilename": b.name}

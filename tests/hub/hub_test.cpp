@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "base/error.h"
 #include "fake_hub.h"
@@ -67,6 +68,7 @@ json repos() {
          {{"README.md", {{"text", "x"}, {"lfs", false}}},
           {"a-F16.gguf", {{"synthetic", 900}}},
           {"b-BF16.gguf", {{"synthetic", 800}}}}}}},
+      {"org/plain", {{"no_blob_info", true}, {"files", {{"p-Q4_K_M.gguf", {{"synthetic", 7000}}}}}}},
       {"org/evil", {{"files", {{"../../../escape-Q4_K_M.gguf", {{"synthetic", 100}}}}}}},
       {"org/split",
        {{"files",
@@ -393,6 +395,38 @@ TEST_F(Hub, SplitFilesGiveAClearError) {
   EXPECT_THAT(msg, HasSubstr("split GGUF"));
   EXPECT_THAT(msg, HasSubstr("llama-gguf-split --merge"));
   EXPECT_TRUE(hub_.requests_to("/cdn/").empty());
+}
+
+TEST_F(Hub, WithoutBlobInfoTheResolveHeadersGiveShaAndSize) {
+  // Model info without lfs/size (an older mirror): the client reads X-Linked-Etag / X-Linked-Size from a
+  // HEAD of the resolve URL, as huggingface_hub's get_hf_file_metadata does.
+  std::string path = dllm::hub::resolve_model("org/plain", opts());
+  EXPECT_EQ(fs::file_size(path), 7000u);
+  EXPECT_EQ(sha256sum(path), fs::canonical(path).filename().string());
+  bool head_seen = false;
+  for (auto& r : hub_.requests_to("/org/plain/resolve/")) head_seen = head_seen || r["method"] == "HEAD";
+  EXPECT_TRUE(head_seen);
+}
+
+TEST_F(Hub, ConcurrentResolvesDownloadOnce) {
+  // Two callers at once (flock on .locks/<repo>/<sha>.lock serializes them; the second finds the blob).
+  std::string a, b, err_a, err_b;
+  auto run = [&](std::string* out, std::string* err) {
+    try {
+      *out = dllm::hub::resolve_model("org/tiny", opts());
+    } catch (const std::exception& e) {
+      *err = e.what();
+    }
+  };
+  std::thread t1(run, &a, &err_a), t2(run, &b, &err_b);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(err_a, "");
+  EXPECT_EQ(err_b, "");
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(dllm::test::read_file(a) == dllm::test::read_file(tiny_gguf()));
+  EXPECT_EQ(hub_.requests_to("/cdn/").size(), 1u);
+  EXPECT_EQ(blob_names().size(), 1u);
 }
 
 TEST_F(Hub, FileNamesThatLeaveTheCacheAreRefused) {
