@@ -1,0 +1,169 @@
+// `dllm run` end to end on the two reference models: exit codes, stdout discipline, the --json object,
+// reproducibility (same seed -> same text at 1 and 2 threads), early stop not changing the answer,
+// empty prompts, --verbose and --trace. The models have random weights: the text is gibberish, so the
+// tests check properties, never particular words.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "run_binary.h"
+
+namespace dllm::test {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> run_args(const std::string& model, const std::string& prompt,
+                                  std::vector<std::string> extra) {
+  std::vector<std::string> a = {"run", "--model", model, "--prompt", prompt};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+json parse_one_json_line(const RunResult& r) {
+  EXPECT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "--json prints exactly one line";
+  return json::parse(r.out);  // throws (test error) when invalid
+}
+
+TEST(Run, BothReferenceModelsPrintText) {
+  for (const std::string& model : {llada_path(), dream_path()}) {
+    const RunResult r = run_dllm(run_args(model, "What is 2+2?", {"--max-tokens", "16", "--threads", "2"}));
+    EXPECT_EQ(r.exit_code, 0) << model << ": " << r.err;
+    EXPECT_EQ(r.err.find("ERROR"), std::string::npos) << r.err;
+    ASSERT_FALSE(r.out.empty()) << model;
+    EXPECT_EQ(r.out.back(), '\n');
+  }
+}
+
+TEST(Run, JsonObjectHasTheFields) {
+  for (const std::string& model : {llada_path(), dream_path()}) {
+    const RunResult r =
+        run_dllm(run_args(model, "What is 2+2?", {"--max-tokens", "16", "--json", "--seed", "3"}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json j = parse_one_json_line(r);
+    ASSERT_TRUE(j.at("text").is_string());
+    ASSERT_TRUE(j.at("tokens").is_array());
+    for (const auto& t : j.at("tokens")) EXPECT_TRUE(t.is_number_integer());
+    EXPECT_EQ(j.at("generated").size(), 16u);
+    EXPECT_LE(j.at("tokens").size(), 16u);
+    const int64_t steps_run = j.at("steps_run").get<int64_t>();
+    EXPECT_GE(steps_run, 1);
+    EXPECT_LE(steps_run, 16);
+    EXPECT_TRUE(j.at("stopped_early").is_boolean());
+    const json& t = j.at("timings");
+    EXPECT_EQ(t.at("step_ms").size(), static_cast<size_t>(steps_run));
+    EXPECT_EQ(t.at("forward_ms").size(), static_cast<size_t>(steps_run));
+    EXPECT_GT(t.at("load_ms").get<double>(), 0.0);
+    EXPECT_GE(t.at("total_ms").get<double>(), t.at("generate_ms").get<double>());
+    EXPECT_GT(j.at("peak_rss_bytes").get<uint64_t>(), 1u << 20);
+    EXPECT_GT(j.at("n_prompt_tokens").get<int64_t>(), 0);
+
+    // The plain run streams the same text (plus one newline) for the same seed.
+    const RunResult plain = run_dllm(run_args(model, "What is 2+2?", {"--max-tokens", "16", "--seed", "3"}));
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(plain.out, j.at("text").get<std::string>() + "\n");
+  }
+}
+
+TEST(Run, SameSeedSameTextAtOneAndTwoThreads) {
+  // Temperature > 0 so the seed matters (LLaDA: Gumbel noise; Dream: categorical sampling + top-p).
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {llada_path(), {"--max-tokens", "16", "--temperature", "0.8", "--seed", "7"}},
+      {dream_path(), {"--max-tokens", "8", "--temperature", "0.6", "--top-p", "0.95", "--seed", "7"}},
+  };
+  for (const auto& [model, flags] : cases) {
+    std::vector<std::string> outs;
+    for (const char* threads : {"1", "1", "2"}) {
+      std::vector<std::string> f = flags;
+      f.insert(f.end(), {"--threads", threads, "--json"});
+      const RunResult r = run_dllm(run_args(model, "Tell me a story.", f));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const json j = parse_one_json_line(r);
+      outs.push_back(j.at("generated").dump() + j.at("text").dump());
+    }
+    EXPECT_EQ(outs[0], outs[1]) << model << ": same seed, same threads";
+    EXPECT_EQ(outs[0], outs[2]) << model << ": same seed, 1 vs 2 threads";
+  }
+}
+
+TEST(Run, EarlyStopDoesNotChangeTheAnswer) {
+  for (const std::string& model : {llada_path(), dream_path()}) {
+    const std::vector<std::string> flags = {"--max-tokens", "16", "--json", "--seed", "1"};
+    RunResult early = run_dllm(run_args(model, "Hi", flags));
+    std::vector<std::string> f2 = flags;
+    f2.push_back("--no-early-stop");
+    RunResult full = run_dllm(run_args(model, "Hi", f2));
+    ASSERT_EQ(early.exit_code, 0) << early.err;
+    ASSERT_EQ(full.exit_code, 0) << full.err;
+    const json je = parse_one_json_line(early), jf = parse_one_json_line(full);
+    EXPECT_EQ(je.at("text"), jf.at("text")) << model;
+    EXPECT_EQ(je.at("tokens"), jf.at("tokens")) << model;
+    EXPECT_FALSE(jf.at("stopped_early").get<bool>());
+    EXPECT_EQ(jf.at("steps_run"), jf.at("steps_planned"));
+    EXPECT_LE(je.at("steps_run").get<int64_t>(), jf.at("steps_run").get<int64_t>());
+    if (je.at("stopped_early").get<bool>()) {
+      EXPECT_LT(je.at("steps_run").get<int64_t>(), jf.at("steps_run").get<int64_t>());
+    }
+  }
+}
+
+TEST(Run, EmptyPromptWorks) {
+  for (const std::string& model : {llada_path(), dream_path()}) {
+    for (bool chat : {true, false}) {
+      std::vector<std::string> f = {"--max-tokens", "8"};
+      if (!chat) f.push_back("--no-chat");
+      const RunResult r = run_dllm(run_args(model, "", f));
+      EXPECT_EQ(r.exit_code, 0) << model << (chat ? "" : " --no-chat") << ": " << r.err;
+      EXPECT_FALSE(r.out.empty());
+    }
+  }
+}
+
+TEST(Run, PositionalPromptEqualsFlag) {
+  const RunResult a = run_dllm({"run", "--model", llada_path(), "What is 2+2?", "--max-tokens", "8"});
+  const RunResult b =
+      run_dllm({"run", "--model", llada_path(), "--prompt", "What is 2+2?", "--max-tokens", "8"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(Run, VerboseGoesToStderrOnly) {
+  const auto args = run_args(llada_path(), "Hi", {"--max-tokens", "8"});
+  RunResult quiet = run_dllm(args);
+  auto vargs = args;
+  vargs.push_back("--verbose");
+  RunResult verbose = run_dllm(vargs);
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
+  EXPECT_EQ(quiet.out, verbose.out);
+  for (const char* needle : {"model:", "arch: llada", "quantization:", "Q4_K",
+                             "threads:", "prompt:", "canvas:", "load:", "step 0:", "total:", "peak RSS:"}) {
+    EXPECT_NE(verbose.err.find(needle), std::string::npos) << needle << " missing in:\n" << verbose.err;
+  }
+}
+
+TEST(Run, TraceWritesOneLinePerStep) {
+  TempDir dir;
+  const std::string trace = (dir / "trace.jsonl").string();
+  const RunResult r =
+      run_dllm(run_args(llada_path(), "Hi", {"--max-tokens", "8", "--json", "--trace", trace}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = parse_one_json_line(r);
+  const std::vector<char> bytes = read_file(trace);
+  std::istringstream lines(std::string(bytes.begin(), bytes.end()));
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(lines, line)) {
+    const json step = json::parse(line);
+    EXPECT_EQ(step.at("step").get<int64_t>(), n);
+    ++n;
+  }
+  EXPECT_EQ(n, j.at("steps_run").get<int64_t>());
+}
+
+}  // namespace
+}  // namespace dllm::test
