@@ -49,10 +49,18 @@ std::string ProgressBar::render(const std::string& label, uint64_t done, uint64_
   return buf;
 }
 
-void ProgressBar::draw() {
+void ProgressBar::draw(bool final) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  double rate = secs > 0.2 ? (done_ - start_) / secs : 0;
-  std::fprintf(stderr, "\r%s\033[K", render(label_, done_, total_, rate).c_str());
+  // Mid-way, wait 0.2 s before quoting a rate (the first chunk arrives in a burst).
+  double rate = (final ? secs > 0 : secs > 0.2) ? (done_ - start_) / secs : 0;
+  std::string line = render(label_, done_, total_, rate);
+  if (final) {
+    // The finished line says how long it took instead of an ETA.
+    char took[48];
+    std::snprintf(took, sizeof took, "in %.1f s", secs);
+    line = line.substr(0, line.rfind("ETA ")) + took;
+  }
+  std::fprintf(stderr, "\r%s\033[K", line.c_str());
   std::fflush(stderr);
   drawn_ = true;
 }
@@ -63,12 +71,12 @@ void ProgressBar::update(uint64_t done_bytes) {
   auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
-  draw();
+  draw(false);
 }
 
 void ProgressBar::finish() {
   if (!enabled_) return;
-  draw();
+  draw(true);
   std::fputc('\n', stderr);
   std::fflush(stderr);
 }

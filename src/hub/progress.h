@@ -19,10 +19,10 @@ class ProgressBar {
   ProgressBar(bool enabled, std::string label, uint64_t total_bytes, uint64_t start_bytes);
   /// Total bytes now on disk.
   void update(uint64_t done_bytes);
-  /// Final redraw and newline (only when something was drawn).
+  /// Final redraw (average rate and time taken instead of the ETA) and newline.
   void finish();
 
-  /// One line of text for `done_bytes` after `elapsed_s` seconds (exposed for tests).
+  /// One line of text at `rate_bytes_per_s` (0: not known yet), ETA = bytes left / rate (exposed for tests).
   static std::string render(const std::string& label, uint64_t done_bytes, uint64_t total_bytes,
                             double rate_bytes_per_s);
 
@@ -32,7 +32,7 @@ class ProgressBar {
   uint64_t total_, start_, done_ = 0;
   std::chrono::steady_clock::time_point t0_, last_draw_;
   bool drawn_ = false;
-  void draw();
+  void draw(bool final);
 };
 
 }  // namespace dllm::hub
