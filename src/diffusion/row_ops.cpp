@@ -65,59 +65,61 @@ void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed
       probs[i] = kNegInf;
     }
   }
-  // top_p_logits: walk ids by decreasing logit; id j (j >= 1 in that order) is dropped when the
-  // cumulative softmax of the ids before it exceeds top_p. Only a prefix of the order is needed, so
-  // sort a growing prefix instead of the whole vocabulary.
+  // top_p_logits: in the descending order, id j (j >= 1) is dropped when the cumulative softmax of
+  // the ids before it exceeds top_p. So the kept ids are the top `keep`, keep = the smallest count
+  // whose mass exceeds top_p (all ids when none does). Found by quickselect on the count (O(n)
+  // expected) instead of a full sort: a flat row at top_p .95 would otherwise sort the vocabulary.
+  // Per-thread scratch (the sampler calls this from OpenMP threads): e^(v - max) per id, computed
+  // once and reused by the final softmax (the row maximum survives both filters).
+  thread_local std::vector<double> ex;
+  bool have_ex = false;
+  double m = kNegInf;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, probs[i]);
   if (top_p < 1.0 && n_allowed > 0) {
-    double m = kNegInf;
-    for (size_t i = 0; i < n; ++i) m = std::max(m, probs[i]);
+    ex.resize(n);
     double z = 0.0;
-    for (size_t i = 0; i < n; ++i)
-      if (probs[i] != kNegInf) z += std::exp(probs[i] - m);
+    for (size_t i = 0; i < n; ++i) z += (ex[i] = probs[i] == kNegInf ? 0.0 : std::exp(probs[i] - m));
+    have_ex = true;
     order.clear();
     for (size_t i = 0; i < n; ++i)
       if (allowed[i]) order.push_back(static_cast<int32_t>(i));
+    // Descending value, lower id first on ties: a strict total order, so the kept set is unique.
     auto by_value = [&](int32_t a, int32_t b) {
       return probs[a] > probs[b] || (probs[a] == probs[b] && a < b);
     };
-    size_t prefix = std::min<size_t>(64, order.size());
-    size_t keep = order.size();
-    for (;;) {
-      std::partial_sort(order.begin(), order.begin() + prefix, order.end(), by_value);
-      double cum = 0.0;
-      bool found = false;
-      for (size_t j = 0; j < prefix; ++j) {
-        if (j > 0 && cum > top_p) {
-          keep = j;
-          found = true;
-          break;
-        }
-        cum += std::exp(probs[order[j]] - m) / z;
+    // Invariant: order[0, lo) are the top lo ids with mass `base` <= top_p; the top hi ids have mass
+    // > top_p, or hi is the whole row.
+    size_t lo = 0, hi = order.size();
+    double base = 0.0;
+    while (hi - lo > 1) {
+      const size_t mid = lo + (hi - lo) / 2;
+      std::nth_element(order.begin() + lo, order.begin() + mid, order.begin() + hi, by_value);
+      double mass = 0.0;
+      for (size_t j = lo; j < mid; ++j) mass += ex[order[j]] / z;
+      if (base + mass > top_p) {
+        hi = mid;
+      } else {
+        base += mass;
+        lo = mid;
       }
-      if (!found && prefix < order.size() && cum > top_p) {
-        keep = prefix;  // the id after the prefix is the first dropped one
-        found = true;
-      }
-      if (found || prefix == order.size()) break;
-      prefix = std::min(order.size(), prefix * 4);
     }
-    for (size_t j = keep; j < order.size(); ++j) probs[order[j]] = kNegInf;
+    // order[0, hi) are the top hi ids: they stay.
+    for (size_t j = hi; j < order.size(); ++j) probs[order[j]] = kNegInf;
   }
   // top_k_logits: drop logits strictly below the k-th largest (over the whole row, as torch.topk).
   if (top_k > 0) {
     const size_t k = std::min<size_t>(static_cast<size_t>(top_k), n);
-    std::vector<double> tmp(probs.begin(), probs.end());
+    thread_local std::vector<double> tmp;
+    tmp.assign(probs.begin(), probs.end());
     std::nth_element(tmp.begin(), tmp.begin() + (k - 1), tmp.end(), std::greater<double>());
     const double kth = tmp[k - 1];
     for (size_t i = 0; i < n; ++i)
       if (probs[i] < kth) probs[i] = kNegInf;
   }
-  // softmax
-  double m = kNegInf;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, probs[i]);
+  // softmax (the maximum m is never filtered out, so e^(v - m) is unchanged by the filters)
   double z = 0.0;
   for (size_t i = 0; i < n; ++i) {
-    const double e = probs[i] == kNegInf ? 0.0 : std::exp(probs[i] - m);
+    const double e = probs[i] == kNegInf ? 0.0 : have_ex ? ex[i] : std::exp(probs[i] - m);
     probs[i] = e;
     z += e;
   }
