@@ -73,10 +73,11 @@ struct ResolvedModel {
 /// The local GGUF file for `spec` (see parse_model_ref). A path is returned as is after checking it
 /// exists (dllm::Error "model file not found" otherwise). A repo spec is looked up in the cache first
 /// (refs/<revision> -> snapshots/<commit>, choose_gguf over the cached files) and used without any
-/// network access when present; its sha256 is verified once and remembered in verified_db
-/// (keyed by path, size, mtime). When absent it is downloaded (as pull). A cached file that fails
-/// verification is deleted and the error says the next run downloads it again.
-/// Offline and absent: the error prints the `./dllm pull <spec>` command for a connected machine.
+/// network access when present (without :QUANT the choice rules run over the cached files, so a repo
+/// whose Q8_0 alone is cached resolves to that; `pull` asks the hub); its sha256 is verified once and
+/// remembered in verified_db (keyed by path, size, mtime). When absent it is downloaded (as pull). A cached
+/// file that fails verification is deleted and the error says the next run downloads it again. Offline and
+/// absent: the error prints the `./dllm pull <spec>` command for a connected machine.
 std::string resolve_model(const std::string& spec, const HubOptions& opts);
 
 /// Like resolve_model but always asks the hub which commit the revision is at (unless offline, where
