@@ -34,7 +34,8 @@ std::string command_list() {
 
 /// `dllm`, `dllm help`, `dllm --help`: the root usage followed by every command's usage.
 void print_all_help(CLI::App& app, const std::vector<Command>& commands) {
-  std::cout << app.help();
+  // Not app.help(): it delegates to the parsed subcommand (here `help` itself).
+  std::cout << app.get_formatter()->make_help(&app, "dllm", CLI::AppFormatMode::Normal);
   for (const auto& c : commands) std::cout << "\n" << c.app->help("dllm");
 }
 

@@ -268,7 +268,8 @@ TEST(CliHelp, EveryCommandHasHelp) {
        std::vector<std::vector<std::string>>{{}, {"--help"}, {"help"}, {"-h"}}) {
     const RunResult r = run_dllm(args);
     EXPECT_EQ(r.exit_code, 0);
-    EXPECT_NE(r.out.find("--max-tokens"), std::string::npos);  // every command's usage
+    EXPECT_EQ(r.out.rfind("dllm: local inference", 0), 0u) << r.out;  // the root usage first
+    EXPECT_NE(r.out.find("--max-tokens"), std::string::npos);         // then every command's usage
     EXPECT_NE(r.out.find("--tokens-file"), std::string::npos);
   }
   // Help wins over a bad flag elsewhere on the line.

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Tests of the ./dllm launcher: exit codes, closest-command suggestions, setup without a terminal,
+# doctor, and pass-through to the built binary. Run by CTest with DLLM_SOURCE_DIR (the checkout),
+# DLLM_BUILD_DIR (the build folder whose bin/dllm to use) and DLLM_SHARED (../shared).
+# Parts that would make the launcher rebuild (binary older than the sources) are skipped with a note.
+set -uo pipefail
+
+SRC="${DLLM_SOURCE_DIR:?}"
+export DLLM_BUILD_DIR="${DLLM_BUILD_DIR:?}"
+SHARED="${DLLM_SHARED:-$SRC/../shared}"
+LLADA="$SHARED/reference/tiny-llada-q4km.gguf"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+export HF_HUB_CACHE="$TMP/hf-cache"  # an empty cache: nothing is downloaded or found
+failures=0
+
+# expect CODE NEEDLE -- ARGS...: runs ./dllm ARGS with stdin from /dev/null; checks the exit code and
+# that stderr+stdout contains NEEDLE.
+expect() {
+  local code="$1" needle="$2"
+  shift 3
+  local out rc
+  out="$("$SRC/dllm" "$@" </dev/null 2>&1)"
+  rc=$?
+  if [[ $rc -ne $code ]]; then
+    echo "FAIL: ./dllm $* -> exit $rc, expected $code"
+    echo "$out" | tail -n 5
+    failures=$((failures + 1))
+  elif [[ -n "$needle" && "$out" != *"$needle"* ]]; then
+    echo "FAIL: ./dllm $* -> output lacks '$needle':"
+    echo "$out" | tail -n 5
+    failures=$((failures + 1))
+  else
+    echo "ok: ./dllm $* -> $rc"
+  fi
+}
+
+expect 2 "did you mean 'run'" -- rnu "Hi"
+expect 2 "did you mean 'test'" -- tset
+expect 2 "did you mean 'doctor'" -- doctr
+expect 2 "did you mean 'setup'" -- setpu
+expect 2 "did you mean 'inspect'" -- inspekt x.gguf
+expect 0 "usage: ./dllm" --
+expect 0 "usage: ./dllm" -- --help
+expect 2 "--bogus" -- setup --bogus
+
+BIN="$DLLM_BUILD_DIR/bin/dllm"
+stale="$(find "$SRC/src" "$SRC/CMakeLists.txt" "$SRC/tests/CMakeLists.txt" -newer "$BIN" \
+  \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name 'CMakeLists.txt' \) -print -quit 2>/dev/null)"
+if [[ ! -x "$BIN" || -n "$stale" ]]; then
+  echo "SKIP: pass-through, setup and doctor checks: $BIN is missing or older than the sources ($stale)"
+else
+  expect 0 "blk.0.attn_q.weight" -- inspect "$LLADA"
+  expect 0 "" -- run --model "$LLADA" "Hi" --max-tokens 8
+  expect 0 "dllm run" -- run --help
+  expect 2 "--bogus" -- run --model "$LLADA" --bogus "Hi"
+  expect 1 "model file not found" -- run --model "$TMP/missing.gguf" "Hi"
+  expect 0 "50257" -- tokenize --model "$LLADA" --prompt "Hi"
+  expect 0 "dllm logits" -- help logits
+  # No terminal, no --yes: setup downloads nothing, exits 3 and prints the command that finishes.
+  expect 3 "./dllm setup --yes" -- setup
+  expect 0 "binary is newer than the sources" -- setup --no-model
+  # doctor explains the missing model (empty cache) and the GPU line, naming the fix.
+  expect 0 "fix: ./dllm pull" -- doctor
+  expect 0 "gpu:" -- doctor
+fi
+
+if ((failures > 0)); then
+  echo "$failures launcher check(s) failed"
+  exit 1
+fi
+echo "all launcher checks passed"
