@@ -1,13 +1,20 @@
 // AVX-512 VNNI kernels over the packed 16-row groups (compiled with -mavx512f/bw/vl/dq/vnni).
 //
-// Tile: 16 rows (one zmm of int32 lanes) x NT tokens. For each 64-byte weight line the kernel unpacks
-// two u8 vectors (low and high nibbles) and feeds each to NT vpdpbusd, one per token, whose s8 operand
-// is 4 activation bytes broadcast to all 16 lanes (an embedded {1to16} memory broadcast, so no shuffle
-// uop). Per 32-weight sub-block (Q4_K) or 16-weight sub-block (Q6_K) the int32 sums are multiplied by
-// the per-row integer scales (vpmulld) and kept in int32 for the whole super-block (bounds: Q4_K
-// |sum| <= 8 * 63 * 32 * 15 * 128 < 2^31, Q6_K <= 16 * 128 * 16 * 63 * 128 + offset < 2^31); the zero
-// points come from the activation sums through vpdpwssd, once per super-block; f32 only at the end of a
-// super-block: acc += d_x * (d * S - dmin * M).
+// Tile: 32 rows (two groups, two zmm of int32 lanes) x 4 tokens; a lone last group uses a 16-row tile.
+// For each 64-byte weight line the kernel unpacks two u8 vectors (low and high nibbles) per group and
+// feeds each to one vpdpbusd per token, whose s8 operand is 4 activation bytes broadcast to all lanes;
+// each broadcast serves both groups. Per 32-weight sub-block (Q4_K) or 16-weight sub-block (Q6_K) the
+// int32 sums are multiplied by the per-row integer scales (vpmulld) and kept in int32 for the whole
+// super-block (bounds: Q4_K |S| <= 8 * 63 * 32 * 15 * 127 < 2^31; Q6_K <= 16 * 128 * 16 * 63 * 127
+// plus the offset 32 * 16 * 128 * 16 * 127 < 2^31). The zero points come from the activation sums
+// through vpdpwssd once per super-block, and f32 only at the end of a super-block:
+// acc += d_x * (d * S - dmin * M).
+//
+// Why this shape (measured on the Zen 5 core this was tuned on, see docs/kernels.md): vpdpbusd issues
+// 2 per cycle and shares those two pipes with every multiply (vpmulld, vpdpwssd, FMA), while the
+// nibble unpacking (and, shift, ternlog), broadcasts and int32 -> f32 conversions run on the other
+// pipes for free. So the tile is sized to keep the multiplies other than vpdpbusd rare (1 vpmulld per
+// 8 vpdpbusd) and to give 8 independent accumulator chains; 32 rows halve the broadcast loads.
 #include <immintrin.h>
 // GCC 12 reports its own _mm512_undefined_*() placeholders in avx512fintrin.h as "may be used
 // uninitialized" once these inline into the tiles (a known false positive); nothing here is.
@@ -21,7 +28,9 @@
 namespace dllm::cpu::qgemm {
 namespace {
 
-// 4 bytes at p broadcast to every int32 lane (vpbroadcastd / embedded broadcast).
+constexpr int kTokens = 4;  // tokens per tile
+
+// 4 bytes at p broadcast to every int32 lane.
 inline __m512i bcast32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -36,172 +45,237 @@ inline __mmask16 row_mask(const GemmArgs& a, int64_t g) {
   return __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
 
-// Q4_K: NT tokens starting at x (rows stride n_sb blocks) against one group's n_sb blocks.
-template <int NT>
-void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs32, float* y,
-               int64_t ldy, __mmask16 mask) {
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512 acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t sb = 0; sb < n_sb; ++sb) {
-    const Q4KBlock& b = w[sb];
-    // Min term: M = sum_j m[j] * bs32[j], two sub-blocks per vpdpwssd (int16 pairs).
-    __m512i macc[NT], sacc[NT];
-    for (int t = 0; t < NT; ++t) macc[t] = sacc[t] = _mm512_setzero_si512();
-    for (int p = 0; p < 4; ++p) {
-      const __m512i mp = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.mins[p])));
-      for (int t = 0; t < NT; ++t) {
-        macc[t] = _mm512_dpwssd_epi32(macc[t], mp, bcast32(bs32 + (t * n_sb + sb) * 8 + 2 * p));
-      }
-    }
-    for (int j = 0; j < 8; ++j) {
-      // Two accumulator chains per token (low and high nibbles) to cover vpdpbusd latency.
-      __m512i ia[NT], ib[NT];
-      for (int t = 0; t < NT; ++t) ia[t] = ib[t] = _mm512_setzero_si512();
-      for (int p = 0; p < 4; ++p) {
-        const __m512i c = _mm512_load_si512(b.qs[j][p]);
-        const __m512i lo = _mm512_and_si512(c, m4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m4);
-        for (int t = 0; t < NT; ++t) {
-          const int8_t* xq = x[t * n_sb + sb].qs + 32 * j + 4 * p;
-          ia[t] = _mm512_dpbusd_epi32(ia[t], lo, bcast32(xq));
-          ib[t] = _mm512_dpbusd_epi32(ib[t], hi, bcast32(xq + 16));
-        }
-      }
-      const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(b.scales[j])));
-      for (int t = 0; t < NT; ++t) {
-        sacc[t] = _mm512_add_epi32(sacc[t], _mm512_mullo_epi32(_mm512_add_epi32(ia[t], ib[t]), sc));
-      }
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.d)));
-    const __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.dmin)));
-    for (int t = 0; t < NT; ++t) {
-      const __m512 f =
-          _mm512_fmsub_ps(d, _mm512_cvtepi32_ps(sacc[t]), _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(macc[t])));
-      acc[t] = _mm512_fmadd_ps(f, _mm512_set1_ps(x[t * n_sb + sb].d), acc[t]);
-    }
-  }
-  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+inline __m512 load_f16x16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// Q6_K: as q4_K_tile; q = low nibble | 2 high bits << 4 (0..63), the -32 enters through the bsums.
-template <int NT>
-void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, float* y, int64_t ldy,
-               __mmask16 mask) {
+// ---------------------------------------------------------------------------------------------------
+// Q4_K. NG groups (1 or 2, consecutive: group k at w + k * n_sb) x NT tokens starting at x (token rows
+// n_sb blocks apart), bs32 the matching activation sums of 32 (qgemm.h make_bs32).
+
+template <int NG, int NT>
+void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs32, float* y,
+               int64_t ldy, const __mmask16* mask) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[NT][NG];
+  for (int t = 0; t < NT; ++t) {
+    for (int g = 0; g < NG; ++g) acc[t][g] = _mm512_setzero_ps();
+  }
+  for (int64_t sb = 0; sb < n_sb; ++sb) {
+    const Q4KBlock* b[NG];
+    for (int g = 0; g < NG; ++g) b[g] = w + g * n_sb + sb;
+    // Min term M = sum_j m[j] * bs32[j]: two sub-blocks per vpdpwssd (int16 pairs).
+    __m512i macc[NT][NG], sacc[NT][NG];
+    for (int t = 0; t < NT; ++t) {
+      for (int g = 0; g < NG; ++g) macc[t][g] = sacc[t][g] = _mm512_setzero_si512();
+    }
+    for (int p = 0; p < 4; ++p) {
+      __m512i mp[NG];
+      for (int g = 0; g < NG; ++g) {
+        mp[g] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->mins[p])));
+      }
+      for (int t = 0; t < NT; ++t) {
+        const __m512i bs = bcast32(bs32 + (t * n_sb + sb) * 8 + 2 * p);
+        for (int g = 0; g < NG; ++g) macc[t][g] = _mm512_dpwssd_epi32(macc[t][g], mp[g], bs);
+      }
+    }
+    // S = sum_j sc[j] * sum_{i in j} q_i x_i.
+    for (int j = 0; j < 8; ++j) {
+      __m512i is[NT][NG];
+      for (int t = 0; t < NT; ++t) {
+        for (int g = 0; g < NG; ++g) is[t][g] = _mm512_setzero_si512();
+      }
+      for (int p = 0; p < 4; ++p) {
+        // Line qs[j][p]: low nibbles pair with activations 32j+4p.., high nibbles with 32j+16+4p...
+        __m512i c[NG], lo[NG], hi[NG];
+        for (int g = 0; g < NG; ++g) {
+          c[g] = _mm512_load_si512(b[g]->qs[j][p]);
+          lo[g] = _mm512_and_si512(c[g], m4);
+        }
+        for (int t = 0; t < NT; ++t) {
+          const __m512i bx = bcast32(x[t * n_sb + sb].qs + 32 * j + 4 * p);
+          for (int g = 0; g < NG; ++g) is[t][g] = _mm512_dpbusd_epi32(is[t][g], lo[g], bx);
+        }
+        for (int g = 0; g < NG; ++g) hi[g] = _mm512_and_si512(_mm512_srli_epi16(c[g], 4), m4);
+        for (int t = 0; t < NT; ++t) {
+          const __m512i bx = bcast32(x[t * n_sb + sb].qs + 32 * j + 16 + 4 * p);
+          for (int g = 0; g < NG; ++g) is[t][g] = _mm512_dpbusd_epi32(is[t][g], hi[g], bx);
+        }
+      }
+      for (int g = 0; g < NG; ++g) {
+        const __m512i sc =
+            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(b[g]->scales[j])));
+        for (int t = 0; t < NT; ++t)
+          sacc[t][g] = _mm512_add_epi32(sacc[t][g], _mm512_mullo_epi32(is[t][g], sc));
+      }
+    }
+    for (int g = 0; g < NG; ++g) {
+      const __m512 d = load_f16x16(b[g]->d);
+      const __m512 dmin = load_f16x16(b[g]->dmin);
+      for (int t = 0; t < NT; ++t) {
+        const __m512 f = _mm512_fmsub_ps(d, _mm512_cvtepi32_ps(sacc[t][g]),
+                                         _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(macc[t][g])));
+        acc[t][g] = _mm512_fmadd_ps(f, _mm512_set1_ps(x[t * n_sb + sb].d), acc[t][g]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int g = 0; g < NG; ++g) _mm512_mask_storeu_ps(y + t * ldy + g * kRows, mask[g], acc[t][g]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Q6_K: q = low nibble | 2 high bits << 4 (0..63); the -32 enters through the activation bsums.
+
+template <int NG, int NT>
+void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* /*bs32*/, float* y,
+               int64_t ldy, const __mmask16* mask) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m30 = _mm512_set1_epi8(0x30);
-  __m512 acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  __m512 acc[NT][NG];
+  for (int t = 0; t < NT; ++t) {
+    for (int g = 0; g < NG; ++g) acc[t][g] = _mm512_setzero_ps();
+  }
   for (int64_t sb = 0; sb < n_sb; ++sb) {
-    const Q6KBlock& b = w[sb];
-    __m512i sacc[NT];
-    for (int t = 0; t < NT; ++t) sacc[t] = _mm512_setzero_si512();
+    const Q6KBlock* b[NG];
+    for (int g = 0; g < NG; ++g) b[g] = w + g * n_sb + sb;
+    __m512i sacc[NT][NG];
+    for (int t = 0; t < NT; ++t) {
+      for (int g = 0; g < NG; ++g) sacc[t][g] = _mm512_setzero_si512();
+    }
     for (int s = 0; s < 8; ++s) {
       // (sc[2s], sc[2s+1]) as int16 pairs; times -32 they subtract 32 * sc * bsum (the q offset).
-      const __m512i pairs =
-          _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.scales[s])));
-      const __m512i off = _mm512_mullo_epi16(pairs, _mm512_set1_epi16(-32));
-      for (int t = 0; t < NT; ++t)
-        sacc[t] = _mm512_dpwssd_epi32(sacc[t], off, bcast32(x[t * n_sb + sb].bsums + 2 * s));
-      const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);  // sc[2s]
-      const __m512i sc_hi = _mm512_srai_epi32(pairs, 16);                         // sc[2s+1]
-      __m512i ia[NT], ib[NT];
-      for (int t = 0; t < NT; ++t) ia[t] = ib[t] = _mm512_setzero_si512();
-      const __m512i h01 = _mm512_load_si512(b.qh[s][0]);
-      const __m512i h23 = _mm512_load_si512(b.qh[s][1]);
-      for (int p = 0; p < 4; ++p) {
-        const __m512i c = _mm512_load_si512(b.ql[s][p]);
-        const __m512i h = p < 2 ? h01 : h23;
-        // Top bits of this line's low / high-nibble values moved to bits 4-5 (16-bit shifts move bits
-        // across bytes, but only bits a byte owns land in 4-5, and the mask keeps those).
-        __m512i hl, hh;
-        if ((p & 1) == 0) {
-          hl = _mm512_and_si512(_mm512_slli_epi16(h, 4), m30);
-          hh = _mm512_and_si512(_mm512_slli_epi16(h, 2), m30);
-        } else {
-          hl = _mm512_and_si512(h, m30);
-          hh = _mm512_and_si512(_mm512_srli_epi16(h, 2), m30);
+      __m512i pairs[NG];
+      for (int g = 0; g < NG; ++g) {
+        pairs[g] = _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->scales[s])));
+        const __m512i off = _mm512_mullo_epi16(pairs[g], _mm512_set1_epi16(-32));
+        for (int t = 0; t < NT; ++t) {
+          sacc[t][g] = _mm512_dpwssd_epi32(sacc[t][g], off, bcast32(x[t * n_sb + sb].bsums + 2 * s));
         }
-        // (A & C) | B with A = nibbles, B = top bits, C = 0x0F: ternary-logic table 0xEC.
-        const __m512i lo = _mm512_ternarylogic_epi32(c, hl, m4, 0xEC);
-        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(c, 4), hh, m4, 0xEC);
+      }
+      __m512i ia[NT][NG], ib[NT][NG];  // sub-blocks 2s (low nibbles) and 2s + 1 (high nibbles)
+      for (int t = 0; t < NT; ++t) {
+        for (int g = 0; g < NG; ++g) ia[t][g] = ib[t][g] = _mm512_setzero_si512();
+      }
+      for (int p = 0; p < 4; ++p) {
+        __m512i lo[NG], hi[NG];
+        for (int g = 0; g < NG; ++g) {
+          const __m512i c = _mm512_load_si512(b[g]->ql[s][p]);
+          const __m512i h = _mm512_load_si512(b[g]->qh[s][p / 2]);
+          // Top bits of this line's low / high-nibble values moved to bits 4-5 (16-bit shifts move
+          // bits across bytes, but only bits a byte owns land in 4-5, and the mask keeps those).
+          __m512i hl, hh;
+          if ((p & 1) == 0) {
+            hl = _mm512_and_si512(_mm512_slli_epi16(h, 4), m30);
+            hh = _mm512_and_si512(_mm512_slli_epi16(h, 2), m30);
+          } else {
+            hl = _mm512_and_si512(h, m30);
+            hh = _mm512_and_si512(_mm512_srli_epi16(h, 2), m30);
+          }
+          // (A & C) | B with A = nibbles, B = top bits, C = 0x0F: ternary-logic table 0xEC.
+          lo[g] = _mm512_ternarylogic_epi32(c, hl, m4, 0xEC);
+          hi[g] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(c, 4), hh, m4, 0xEC);
+        }
         for (int t = 0; t < NT; ++t) {
           const int8_t* xq = x[t * n_sb + sb].qs + 32 * s + 4 * p;
-          ia[t] = _mm512_dpbusd_epi32(ia[t], lo, bcast32(xq));
-          ib[t] = _mm512_dpbusd_epi32(ib[t], hi, bcast32(xq + 16));
+          const __m512i bl = bcast32(xq), bh = bcast32(xq + 16);
+          for (int g = 0; g < NG; ++g) {
+            ia[t][g] = _mm512_dpbusd_epi32(ia[t][g], lo[g], bl);
+            ib[t][g] = _mm512_dpbusd_epi32(ib[t][g], hi[g], bh);
+          }
         }
       }
-      for (int t = 0; t < NT; ++t) {
-        sacc[t] = _mm512_add_epi32(
-            sacc[t], _mm512_add_epi32(_mm512_mullo_epi32(ia[t], sc_lo), _mm512_mullo_epi32(ib[t], sc_hi)));
+      for (int g = 0; g < NG; ++g) {
+        const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs[g], 16), 16);  // sc[2s]
+        const __m512i sc_hi = _mm512_srai_epi32(pairs[g], 16);                         // sc[2s+1]
+        for (int t = 0; t < NT; ++t) {
+          sacc[t][g] = _mm512_add_epi32(sacc[t][g], _mm512_add_epi32(_mm512_mullo_epi32(ia[t][g], sc_lo),
+                                                                     _mm512_mullo_epi32(ib[t][g], sc_hi)));
+        }
       }
     }
-    const __m512 d = _mm512_load_ps(b.d);
-    for (int t = 0; t < NT; ++t) {
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sacc[t])),
-                               _mm512_set1_ps(x[t * n_sb + sb].d), acc[t]);
+    for (int g = 0; g < NG; ++g) {
+      const __m512 d = _mm512_load_ps(b[g]->d);
+      for (int t = 0; t < NT; ++t) {
+        acc[t][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sacc[t][g])),
+                                    _mm512_set1_ps(x[t * n_sb + sb].d), acc[t][g]);
+      }
     }
   }
-  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+  for (int t = 0; t < NT; ++t) {
+    for (int g = 0; g < NG; ++g) _mm512_mask_storeu_ps(y + t * ldy + g * kRows, mask[g], acc[t][g]);
+  }
 }
 
-constexpr int kTokens = 4;  // tokens per tile
+// ---------------------------------------------------------------------------------------------------
+// Drivers: pairs of groups, then a lone group; tokens in tiles of kTokens, then one tile of the rest.
+
+template <typename Block>
+struct Tile;
+template <>
+struct Tile<Q4KBlock> {
+  template <int NG, int NT>
+  static void run(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs, float* y,
+                  int64_t ldy, const __mmask16* mask) {
+    q4_K_tile<NG, NT>(w, n_sb, x, bs, y, ldy, mask);
+  }
+};
+template <>
+struct Tile<Q6KBlock> {
+  template <int NG, int NT>
+  static void run(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs, float* y,
+                  int64_t ldy, const __mmask16* mask) {
+    q6_K_tile<NG, NT>(w, n_sb, x, bs, y, ldy, mask);
+  }
+};
+
+template <typename Block, int NG>
+void token_tiles(const Block* wg, const GemmArgs& a, float* yg, const __mmask16* mask) {
+  const int64_t bs_stride = a.bs32 ? a.n_sb * 8 : 0;
+  auto bs_at = [&](int64_t t) { return a.bs32 ? a.bs32 + t * bs_stride : nullptr; };
+  int64_t t = 0;
+  for (; t + kTokens <= a.n_tokens; t += kTokens) {
+    Tile<Block>::template run<NG, kTokens>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy,
+                                           mask);
+  }
+  const auto* x = a.x + t * a.n_sb;
+  float* y = yg + t * a.ldy;
+  switch (a.n_tokens - t) {
+    case 1:
+      Tile<Block>::template run<NG, 1>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask);
+      break;
+    case 2:
+      Tile<Block>::template run<NG, 2>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask);
+      break;
+    case 3:
+      Tile<Block>::template run<NG, 3>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask);
+      break;
+    default:
+      break;
+  }
+}
+
+template <typename Block>
+void gemm(const GemmArgs& a) {
+  const auto* w = static_cast<const Block*>(a.w);
+  int64_t g = a.g_begin;
+  for (; g + 2 <= a.g_end; g += 2) {
+    const __mmask16 mask[2] = {row_mask(a, g), row_mask(a, g + 1)};
+    token_tiles<Block, 2>(w + g * a.n_sb, a, a.y + g * kRows, mask);
+  }
+  if (g < a.g_end) {
+    const __mmask16 mask[1] = {row_mask(a, g)};
+    token_tiles<Block, 1>(w + g * a.n_sb, a, a.y + g * kRows, mask);
+  }
+}
 
 }  // namespace
 
 void gemm_q4_K_avx512(const GemmArgs& a) {
-  const auto* w = static_cast<const Q4KBlock*>(a.w);
-  for (int64_t g = a.g_begin; g < a.g_end; ++g) {
-    const __mmask16 mask = row_mask(a, g);
-    const Q4KBlock* wg = w + g * a.n_sb;
-    float* yg = a.y + g * kRows;
-    int64_t t = 0;
-    for (; t + kTokens <= a.n_tokens; t += kTokens) {
-      q4_K_tile<kTokens>(wg, a.n_sb, a.x + t * a.n_sb, a.bs32 + t * a.n_sb * 8, yg + t * a.ldy, a.ldy, mask);
-    }
-    const auto* x = a.x + t * a.n_sb;
-    const int16_t* bs = a.bs32 + t * a.n_sb * 8;
-    switch (a.n_tokens - t) {
-      case 1:
-        q4_K_tile<1>(wg, a.n_sb, x, bs, yg + t * a.ldy, a.ldy, mask);
-        break;
-      case 2:
-        q4_K_tile<2>(wg, a.n_sb, x, bs, yg + t * a.ldy, a.ldy, mask);
-        break;
-      case 3:
-        q4_K_tile<3>(wg, a.n_sb, x, bs, yg + t * a.ldy, a.ldy, mask);
-        break;
-      default:
-        break;
-    }
-  }
+  gemm<Q4KBlock>(a);
 }
-
 void gemm_q6_K_avx512(const GemmArgs& a) {
-  const auto* w = static_cast<const Q6KBlock*>(a.w);
-  for (int64_t g = a.g_begin; g < a.g_end; ++g) {
-    const __mmask16 mask = row_mask(a, g);
-    const Q6KBlock* wg = w + g * a.n_sb;
-    float* yg = a.y + g * kRows;
-    int64_t t = 0;
-    for (; t + kTokens <= a.n_tokens; t += kTokens) {
-      q6_K_tile<kTokens>(wg, a.n_sb, a.x + t * a.n_sb, yg + t * a.ldy, a.ldy, mask);
-    }
-    const auto* x = a.x + t * a.n_sb;
-    switch (a.n_tokens - t) {
-      case 1:
-        q6_K_tile<1>(wg, a.n_sb, x, yg + t * a.ldy, a.ldy, mask);
-        break;
-      case 2:
-        q6_K_tile<2>(wg, a.n_sb, x, yg + t * a.ldy, a.ldy, mask);
-        break;
-      case 3:
-        q6_K_tile<3>(wg, a.n_sb, x, yg + t * a.ldy, a.ldy, mask);
-        break;
-      default:
-        break;
-    }
-  }
+  gemm<Q6KBlock>(a);
 }
 
 }  // namespace dllm::cpu::qgemm

@@ -1,0 +1,354 @@
+// Microbenchmark of the packed Q4_K / Q6_K GEMM (make_matrix) on LLaDA-8B's projection shapes, with
+// the core's int8 peak measured in the same run. Performance only: correctness is tests/cpu/qgemm_test.
+//
+// 1. Peak: a tight loop of independent zmm vpdpbusd (inline asm, so the compiler cannot reorder or
+//    drop it; 8..14 accumulators to cover the instruction's latency, best of those counts) on one
+//    thread, repeated; the median is the peak (1 vpdpbusd zmm = 64 multiply-adds = 128 int8 ops).
+//    The ymm (AVX-VNNI) peak is measured too, for reference.
+// 2. GEMM: y = W x for W = n_out x n_in (4096x4096, 12288x4096, 4096x12288 Q4_K and Q6_K, and the
+//    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens, every supported SIMD path,
+//    1 and 2 threads splitting the rows as the forward pass does (about 64 work items per matrix,
+//    OpenMP dynamic schedule). Counters: Gops = 2 n_out n_in L / wall time / 1e9 and peak_frac = that
+//    over (threads x the zmm peak); Gops_cpu and peak_frac_cpu use the CPU time summed over the threads
+//    instead: the per-thread rate while running (on a shared machine wall time also counts the time
+//    slices other processes took). The peak is per second of thread CPU time for the same reason.
+//
+// Usage: qgemm_bench [google-benchmark flags]. Without --benchmark_out it writes
+// bench/results/qgemm-<host>-<utc date>.json (machine, commit, command and peaks in "context").
+// Use --benchmark_repetitions=N --benchmark_enable_random_interleaving=true for A/B-fair medians,
+// and taskset to pin threads.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <time.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/dispatch.h"
+#include "cpu/matmul.h"
+#include "quant/quant.h"
+
+namespace {
+
+using dllm::cpu::Isa;
+using dllm::gguf::GgmlType;
+
+// ---------------------------------------------------------------------------------------------------
+// Peak probe. Each asm body runs n iterations of `acc` independent vpdpbusd (zmm2.. or ymm2..), all
+// reading the same two sources, so the only limit is the issue rate of the instruction.
+
+#define DLLM_DP_Z(i) "vpdpbusd %%zmm1, %%zmm0, %%zmm" #i "\n\t"
+#define DLLM_DP_Y(i) "%{vex%} vpdpbusd %%ymm1, %%ymm0, %%ymm" #i "\n\t"
+
+template <int kAcc, bool kZmm>
+void dp_loop(int64_t n) {
+  static_assert(kAcc == 8 || kAcc == 10 || kAcc == 12 || kAcc == 14);
+  if constexpr (kZmm) {
+    asm volatile("vpxord %%zmm0, %%zmm0, %%zmm0\n\tvpxord %%zmm1, %%zmm1, %%zmm1\n\t" ::: "xmm0", "xmm1");
+  } else {
+    asm volatile("vpxor %%ymm0, %%ymm0, %%ymm0\n\tvpxor %%ymm1, %%ymm1, %%ymm1\n\t" ::: "xmm0", "xmm1");
+  }
+#define DLLM_BODY(D)                                                                                 \
+  if constexpr (kAcc == 8) {                                                                         \
+    asm volatile("1:\n\t" D(2) D(3) D(4) D(5) D(6) D(7) D(8) D(9) "dec %0\n\tjnz 1b\n\t"             \
+                 : "+r"(n)::"xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "cc");   \
+  } else if constexpr (kAcc == 10) {                                                                 \
+    asm volatile("1:\n\t" D(2) D(3) D(4) D(5) D(6) D(7) D(8) D(9) D(10) D(11) "dec %0\n\tjnz 1b\n\t" \
+                 : "+r"(n)::"xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+                   "xmm11", "cc");                                                                   \
+  } else if constexpr (kAcc == 12) {                                                                 \
+    asm volatile("1:\n\t" D(2) D(3) D(4) D(5) D(6) D(7) D(8) D(9) D(10) D(11) D(12)                  \
+                     D(13) "dec %0\n\tjnz 1b\n\t"                                                    \
+                 : "+r"(n)::"xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+                   "xmm11", "xmm12", "xmm13", "cc");                                                 \
+  } else {                                                                                           \
+    asm volatile("1:\n\t" D(2) D(3) D(4) D(5) D(6) D(7) D(8) D(9) D(10) D(11) D(12) D(13) D(14)      \
+                     D(15) "dec %0\n\tjnz 1b\n\t"                                                    \
+                 : "+r"(n)::"xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+                   "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");                               \
+  }
+  if constexpr (kZmm) {
+    DLLM_BODY(DLLM_DP_Z)
+  } else {
+    DLLM_BODY(DLLM_DP_Y)
+  }
+#undef DLLM_BODY
+  asm volatile("vzeroupper" ::: "memory");
+}
+
+double clock_s(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// int8 ops per second of one run of dp_loop<kAcc> (lanes x 4 products x 2 ops per vpdpbusd), per
+// second of this thread's CPU time: the machine is shared, and time slices lost to other processes
+// are not the core's speed.
+template <int kAcc, bool kZmm>
+double dp_rate(int64_t n) {
+  const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+  dp_loop<kAcc, kZmm>(n);
+  const double s = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+  return double(n) * kAcc * (kZmm ? 128 : 64) / s;
+}
+
+struct Peak {
+  double median = 0, best = 0;
+  int accumulators = 0;
+};
+
+// Median over `reps` runs of the accumulator count that did best on a first pass.
+template <bool kZmm>
+Peak measure_peak(int reps) {
+  const int64_t n = 20'000'000;  // ~0.1 s per run at 2 vpdpbusd per cycle
+  dp_rate<12, kZmm>(n / 4);      // warm up the clock
+  const double r[4] = {dp_rate<8, kZmm>(n), dp_rate<10, kZmm>(n), dp_rate<12, kZmm>(n), dp_rate<14, kZmm>(n)};
+  const int best_i = int(std::max_element(r, r + 4) - r);
+  std::printf("%s vpdpbusd, G int8 ops/s by accumulators 8/10/12/14: %.0f %.0f %.0f %.0f\n",
+              kZmm ? "zmm" : "ymm", r[0] / 1e9, r[1] / 1e9, r[2] / 1e9, r[3] / 1e9);
+  const int accs[4] = {8, 10, 12, 14};
+  std::vector<double> v;
+  for (int i = 0; i < reps; ++i) {
+    switch (best_i) {
+      case 0:
+        v.push_back(dp_rate<8, kZmm>(n));
+        break;
+      case 1:
+        v.push_back(dp_rate<10, kZmm>(n));
+        break;
+      case 2:
+        v.push_back(dp_rate<12, kZmm>(n));
+        break;
+      default:
+        v.push_back(dp_rate<14, kZmm>(n));
+        break;
+    }
+  }
+  std::sort(v.begin(), v.end());
+  return Peak{v[v.size() / 2], v.back(), accs[best_i]};
+}
+
+Peak g_peak_zmm;
+
+// ---------------------------------------------------------------------------------------------------
+// Random but valid weights (finite f16 scales; speed does not depend on the values) and activations.
+
+struct Shape {
+  const char* name;
+  GgmlType type;
+  int64_t n_out, n_in;
+};
+
+std::vector<uint8_t> random_blocks(const Shape& s) {
+  const bool q4 = s.type == GgmlType::Q4_K;
+  const size_t block_bytes = q4 ? sizeof(dllm::quant::block_q4_K) : sizeof(dllm::quant::block_q6_K);
+  const size_t n_blocks = size_t(s.n_out * (s.n_in / 256));
+  std::vector<uint8_t> bytes(n_blocks * block_bytes);
+  std::mt19937_64 rng(42);
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(bytes.data() + i, &v, std::min<size_t>(8, bytes.size() - i));
+  }
+  const uint16_t d = dllm::quant::fp32_to_fp16(1e-3f);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    uint8_t* p = bytes.data() + b * block_bytes;
+    if (q4) {
+      auto* blk = reinterpret_cast<dllm::quant::block_q4_K*>(p);
+      blk->d = blk->dmin = d;
+    } else {
+      reinterpret_cast<dllm::quant::block_q6_K*>(p)->d = d;
+    }
+  }
+  return bytes;
+}
+
+// One packed matrix at a time (the LM head is 430 MB packed): rebuilt when the shape or ISA changes.
+struct Cache {
+  std::string key;
+  std::unique_ptr<dllm::cpu::Matrix> m;
+};
+Cache g_cache;
+
+const dllm::cpu::Matrix& matrix(const Shape& s, Isa isa) {
+  const std::string key = std::string(s.name) + "/" + dllm::cpu::isa_name(isa);
+  if (g_cache.key != key) {
+    g_cache.m.reset();
+    const std::vector<uint8_t> bytes = random_blocks(s);
+    dllm::gguf::TensorInfo t;
+    t.name = s.name;
+    t.n_dims = 2;
+    t.ne[0] = s.n_in;
+    t.ne[1] = s.n_out;
+    t.type = s.type;
+    t.n_bytes = bytes.size();
+    g_cache.m = dllm::cpu::make_matrix(t, bytes.data(), isa);
+    g_cache.key = key;
+  }
+  return *g_cache.m;
+}
+
+struct Acts {
+  std::vector<float> f32;
+  std::vector<dllm::quant::block_q8_K> q8k;
+};
+
+Acts random_acts(int64_t n_tokens, int64_t n_in) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  Acts a;
+  a.f32.resize(size_t(n_tokens * n_in));
+  for (float& v : a.f32) v = nd(rng);
+  a.q8k.resize(size_t(n_tokens * n_in / 256));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    dllm::quant::quantize_row_q8_K(a.f32.data() + t * n_in, a.q8k.data() + t * (n_in / 256), n_in);
+  }
+  return a;
+}
+
+// The forward pass's split (src/cpu/forward.cpp chunk_rows): about 64 work items per matrix.
+int64_t chunk_rows(const dllm::cpu::Matrix& m) {
+  const int64_t g = std::max<int64_t>(1, m.row_granularity());
+  return g * std::max<int64_t>(1, m.n_out() / (g * 64));
+}
+
+void BM_gemm(benchmark::State& state, Shape s, Isa isa, int64_t n_tokens, int n_threads) {
+  const dllm::cpu::Matrix& m = matrix(s, isa);
+  const Acts a = random_acts(n_tokens, s.n_in);
+  const dllm::cpu::Activations x{a.f32.data(), a.q8k.data(), n_tokens, s.n_in};
+  std::vector<float> y(size_t(n_tokens * s.n_out));
+  const int64_t chunk = chunk_rows(m);
+  const int64_t n_items = (s.n_out + chunk - 1) / chunk;
+  const double cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), real0 = clock_s(CLOCK_MONOTONIC);
+  for (auto _ : state) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+    for (int64_t item = 0; item < n_items; ++item) {
+      m.multiply(x, item * chunk, std::min(item * chunk + chunk, s.n_out), y.data(), s.n_out);
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double cpu_s = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0, real_s = clock_s(CLOCK_MONOTONIC) - real0;
+  const double ops = 2.0 * double(s.n_out) * double(s.n_in) * double(n_tokens) * double(state.iterations());
+  // Gops: wall-clock rate of the whole call. Gops_cpu: per second of CPU time summed over the threads,
+  // i.e. the rate of one thread while it runs (robust to time slices lost on a shared machine).
+  state.counters["Gops"] = ops / real_s / 1e9;
+  state.counters["peak_frac"] = ops / real_s / (g_peak_zmm.median * n_threads);
+  state.counters["Gops_cpu"] = ops / cpu_s / 1e9;
+  state.counters["peak_frac_cpu"] = ops / cpu_s / g_peak_zmm.median;
+  state.counters["threads"] = n_threads;
+  state.counters["L"] = double(n_tokens);
+}
+
+std::string run_command(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+// The repository root: two levels above the binary (build-*/bin/qgemm_bench), else the working dir.
+std::filesystem::path repo_root() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto root = exe.parent_path().parent_path().parent_path();
+    if (std::filesystem::exists(root / "bench" / "CMakeLists.txt")) return root;
+  }
+  return std::filesystem::current_path();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using dllm::cpu::isa_supported;
+  const std::filesystem::path root = repo_root();
+  std::string command;
+  bool has_out = false;
+  for (int i = 0; i < argc; ++i) {
+    command += (i ? " " : "") + std::string(argv[i]);
+    if (std::strncmp(argv[i], "--benchmark_out=", 16) == 0) has_out = true;
+  }
+
+  // Peaks first, on the calling thread (pin it with taskset for a clean figure).
+  if (!isa_supported(Isa::kAvx512Vnni)) {
+    std::fprintf(stderr, "qgemm_bench: no AVX-512 VNNI here, so no zmm vpdpbusd peak to compare with\n");
+    return 1;
+  }
+  g_peak_zmm = measure_peak<true>(7);
+  std::printf("zmm vpdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
+              g_peak_zmm.median / 1e9, g_peak_zmm.best / 1e9, g_peak_zmm.accumulators);
+  benchmark::AddCustomContext("peak_zmm_vpdpbusd_gops", std::to_string(g_peak_zmm.median / 1e9));
+  benchmark::AddCustomContext("peak_zmm_vpdpbusd_gops_best", std::to_string(g_peak_zmm.best / 1e9));
+  benchmark::AddCustomContext("peak_zmm_accumulators", std::to_string(g_peak_zmm.accumulators));
+  if (isa_supported(Isa::kAvxVnni)) {
+    const Peak y = measure_peak<false>(7);
+    std::printf("ymm vpdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
+                y.median / 1e9, y.best / 1e9, y.accumulators);
+    benchmark::AddCustomContext("peak_ymm_vpdpbusd_gops", std::to_string(y.median / 1e9));
+  }
+  benchmark::AddCustomContext("machine", run_command("lscpu | sed -n 's/^Model name: *//p'"));
+  benchmark::AddCustomContext("commit", run_command("git -C '" + root.string() + "' rev-parse HEAD"));
+  benchmark::AddCustomContext("command", command);
+
+  const Shape shapes[] = {
+      {"4096x4096_Q4_K", GgmlType::Q4_K, 4096, 4096},      // attn_q, attn_k, attn_v, attn_output
+      {"12288x4096_Q4_K", GgmlType::Q4_K, 12288, 4096},    // ffn_gate, ffn_up
+      {"4096x12288_Q4_K", GgmlType::Q4_K, 4096, 12288},    // ffn_down
+      {"4096x12288_Q6_K", GgmlType::Q6_K, 4096, 12288},    // ffn_down in the Q6_K layers
+      {"126464x4096_Q6_K", GgmlType::Q6_K, 126464, 4096},  // output (LM head), 32 rows
+  };
+  for (const Shape& s : shapes) {
+    const bool head = s.n_out == 126464;
+    for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
+      if (!isa_supported(isa)) continue;
+      for (int64_t L : head ? std::vector<int64_t>{32} : std::vector<int64_t>{64, 141, 256, 512}) {
+        for (int threads : {1, 2}) {
+          const std::string name = std::string(s.name) + "/" + dllm::cpu::isa_name(isa) +
+                                   "/L:" + std::to_string(L) + "/threads:" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(), BM_gemm, s, isa, L, threads)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime()
+              ->MinTime(0.3);
+        }
+      }
+    }
+  }
+
+  std::vector<std::string> args(argv, argv + argc);
+  if (!has_out) {
+    char host[256] = "host";
+    gethostname(host, sizeof host - 1);
+    char date[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+    const auto dir = root / "bench" / "results";
+    std::filesystem::create_directories(dir);
+    const auto out = dir / ("qgemm-" + std::string(host) + "-" + date + ".json");
+    args.push_back("--benchmark_out=" + out.string());
+    args.push_back("--benchmark_out_format=json");
+    std::printf("writing %s\n", out.c_str());
+  }
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  int cargc = int(cargs.size());
+  benchmark::Initialize(&cargc, cargs.data());
+  if (benchmark::ReportUnrecognizedArguments(cargc, cargs.data())) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
