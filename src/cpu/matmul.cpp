@@ -68,7 +68,8 @@ class PackedMatrix final : public Matrix {
       : Matrix(n_out, n_in), blocks_(std::move(blocks)), kernel_(kernel), q4_(q4) {}
 
   bool wants_q8k() const override { return true; }
-  int64_t row_granularity() const override { return qgemm::kRows; }
+  // Two 16-row groups: the SIMD kernels' widest tile (one activation broadcast feeds both).
+  int64_t row_granularity() const override { return 2 * qgemm::kRows; }
   bool owns_data() const override { return true; }
 
   void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {

@@ -293,7 +293,7 @@ class QGemm : public testing::TestWithParam<Param> {
     ASSERT_TRUE(m->wants_q8k());
     ASSERT_EQ(m->n_out(), n_out);
     ASSERT_EQ(m->n_in(), n_in);
-    ASSERT_EQ(16 % m->row_granularity(), 0);
+    ASSERT_EQ(m->row_granularity() % qgemm::kRows, 0);  // work items hold whole groups
     const int64_t ldy = n_out + pad;
     const std::vector<float> y = run(*m, a, ldy, chunk);
     const Reference ref = reference(w, a);
