@@ -1,0 +1,167 @@
+// The NVIDIA GPU backend as the rest of the program sees it: finding a GPU and the GPU forward pass.
+// Host-only C++: usable from code built without CUDA. Builds with DLLM_CUDA link dllm_cuda, which
+// defines DLLM_WITH_CUDA=1 for its users; without it this header supplies stand-ins that report "this
+// build has no CUDA backend", so callers need no #ifdef of their own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "base/error.h"
+#include "model/config.h"
+
+namespace dllm::model {
+class Model;
+}  // namespace dllm::model
+
+namespace dllm::cuda {
+
+/// One NVIDIA GPU as the CUDA runtime reports it.
+struct GpuInfo {
+  int device = 0;    ///< CUDA device ordinal
+  std::string name;  ///< e.g. "NVIDIA H200"
+  int cc_major = 0;  ///< compute capability, e.g. 9 and 0 for Hopper
+  int cc_minor = 0;
+  size_t free_bytes = 0;  ///< cudaMemGetInfo at probe time
+  size_t total_bytes = 0;
+  int n_sm = 0;  ///< multiprocessors
+};
+
+/// The result of looking for a usable GPU: `gpu` set, or `reason` saying why there is none
+/// (no driver, no device, compute capability below 8.0, built without CUDA).
+struct GpuProbe {
+  std::optional<GpuInfo> gpu;
+  std::string reason;
+};
+
+/// Compute capability the kernels need (mma.sync int8 m16n8k32 and the f16/bf16 paths: Ampere).
+constexpr int kMinComputeCapabilityMajor = 8;
+
+/// The first CUDA device of compute capability 8.0 or newer (CUDA's device order). Never throws.
+GpuProbe probe_gpu();
+
+/// probe_gpu().gpu.
+std::optional<GpuInfo> find_gpu();
+
+/// probe_gpu().gpu, or throws dllm::Error "no GPU found: <reason> (run with --device cpu)": what
+/// `--device gpu` does.
+GpuInfo require_gpu();
+
+/// One line for stderr: "GPU 0: NVIDIA H200, compute capability 9.0, 132 SMs, 139.1 GiB free of 139.8 GiB".
+std::string describe(const GpuInfo& gpu);
+
+/// Which matrix path the GPU forward pass uses for Q4_K / Q6_K weights.
+enum class GpuGemm {
+  kInt8,    ///< activations quantized to int8 per 32 values, weights read quantized, mma.sync s8 tensor cores
+  kCublas,  ///< reference: each weight dequantized to an f16 scratch, cublasGemmEx f16 x f16 -> f32
+};
+
+/// "int8" / "cublas"; parse_gpu_gemm is its inverse and throws dllm::UsageError
+/// "--gpu-gemm must be int8 or cublas (got <s>)" otherwise.
+const char* gpu_gemm_name(GpuGemm gemm);
+GpuGemm parse_gpu_gemm(const std::string& s);
+
+struct GpuForwardOptions {
+  int64_t max_tokens = 0;         ///< longest token sequence forward() will see (prompt + canvas)
+  GpuGemm gemm = GpuGemm::kInt8;  ///< matrix path (--gpu-gemm)
+  int device = -1;                ///< CUDA device ordinal; -1: probe_gpu()'s choice
+  /// Diagnostics only: forces a RoPE pairing instead of the architecture's (as cpu::ForwardOptions).
+  std::optional<model::RopeMode> rope_mode;
+};
+
+/// The transformer forward pass on one GPU, same contract as cpu::CpuForward: weights are uploaded
+/// once in the constructor and stay quantized (Q4_K as stored, Q6_K padded to 224-byte blocks; F32 /
+/// F16 / BF16 matrices as f16), the mapped file pages are released behind the upload, and every
+/// activation buffer is sized for max_tokens there. forward() allocates nothing.
+class GpuForward {
+ public:
+  /// `model` must outlive this object. Throws dllm::Error when no usable GPU is found ("no GPU found:
+  /// ..."), when the GPU has too little free memory ("model needs N MiB of GPU memory, GPU 0 (name)
+  /// has M MiB free"), when a weight type has no GPU kernel, or when head_dim is not a multiple of 32
+  /// or above 256; CUDA failures become dllm::Error naming the call, file and line.
+  GpuForward(const model::Model& model, const GpuForwardOptions& options);
+  ~GpuForward();
+  GpuForward(const GpuForward&) = delete;
+  GpuForward& operator=(const GpuForward&) = delete;
+
+  /// Runs the transformer over tokens[0..n) at positions 0..n-1 and writes the UNSHIFTED logits of
+  /// positions rows[j] to logits[j * n_vocab .. (j+1) * n_vocab) (host memory, rows.size() x
+  /// n_vocab row-major f32). Only those rows go through the LM head. Throws dllm::Error before any
+  /// GPU work for the same bad inputs as CpuForward::forward, with the same messages.
+  void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits);
+
+  int64_t n_vocab() const;
+  int64_t max_tokens() const;
+  GpuGemm gemm() const;
+  const GpuInfo& gpu() const;
+  /// Device bytes held by the uploaded weights and by the buffers (for --verbose and the check script).
+  size_t weight_bytes() const;
+  size_t buffer_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The factory the CLI calls for --device gpu: GpuForward(model, options) behind a unique_ptr.
+std::unique_ptr<GpuForward> make_gpu_forward(const model::Model& model, const GpuForwardOptions& options);
+
+#ifndef DLLM_WITH_CUDA
+// Stand-ins for builds without the CUDA backend (DLLM_CUDA=OFF): nothing here touches a GPU.
+inline constexpr const char* kNoCudaReason = "this dllm was built without the CUDA backend (DLLM_CUDA=OFF)";
+inline GpuProbe probe_gpu() {
+  return GpuProbe{std::nullopt, kNoCudaReason};
+}
+inline std::optional<GpuInfo> find_gpu() {
+  return std::nullopt;
+}
+inline GpuInfo require_gpu() {
+  throw Error(std::string("no GPU found: ") + kNoCudaReason + " (run with --device cpu)");
+}
+inline std::string describe(const GpuInfo& gpu) {
+  return "GPU " + std::to_string(gpu.device) + ": " + gpu.name;
+}
+inline const char* gpu_gemm_name(GpuGemm gemm) {
+  return gemm == GpuGemm::kInt8 ? "int8" : "cublas";
+}
+inline GpuGemm parse_gpu_gemm(const std::string& s) {
+  if (s == "int8") return GpuGemm::kInt8;
+  if (s == "cublas") return GpuGemm::kCublas;
+  throw UsageError("--gpu-gemm must be int8 or cublas (got " + s + ")");
+}
+struct GpuForward::Impl {};
+inline GpuForward::GpuForward(const model::Model&, const GpuForwardOptions&) {
+  require_gpu();
+}
+inline GpuForward::~GpuForward() = default;
+inline void GpuForward::forward(std::span<const int32_t>, std::span<const int32_t>, float*) {}
+inline int64_t GpuForward::n_vocab() const {
+  return 0;
+}
+inline int64_t GpuForward::max_tokens() const {
+  return 0;
+}
+inline GpuGemm GpuForward::gemm() const {
+  return GpuGemm::kInt8;
+}
+inline const GpuInfo& GpuForward::gpu() const {
+  static const GpuInfo none;
+  return none;
+}
+inline size_t GpuForward::weight_bytes() const {
+  return 0;
+}
+inline size_t GpuForward::buffer_bytes() const {
+  return 0;
+}
+inline std::unique_ptr<GpuForward> make_gpu_forward(const model::Model& model,
+                                                    const GpuForwardOptions& options) {
+  return std::make_unique<GpuForward>(model, options);
+}
+#endif
+
+}  // namespace dllm::cuda

@@ -1,0 +1,445 @@
+// GpuForward: the LLaDA / Dream transformer on one NVIDIA GPU, the same graph as cpu/forward.cpp:
+//   x = token_embd[tokens]
+//   per layer: h = RMSNorm(x) * attn_norm; q, k, v = h Wq (+bq), h Wk (+bk), h Wv (+bv); RoPE(q, k);
+//              a = softmax(q k^T / sqrt(hd)) v per head (GQA, no mask); x += a Wo;
+//              h = RMSNorm(x) * ffn_norm; x += (silu(h Wgate) * (h Wup)) Wdown
+//   logits[rows] = (RMSNorm(x[rows]) * output_norm) Woutput
+// Every step is one kernel (kernels.h) on one stream; the residual add of each projection is fused
+// into the next RMSNorm, which also writes the next matrix input as int8 (for the mma path) and f16
+// (for the cuBLAS path). Matrix inputs are quantized to int8 per 32 values here, not to Q8_K per
+// 256 as on the CPU, so GPU and CPU logits differ by that rounding (both stay within the reference
+// bounds; tests/cuda/forward_test.cpp).
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "cuda/device.h"
+#include "cuda/kernels.h"
+#include "model/model.h"
+#include "quant/blocks.h"
+
+namespace dllm::cuda {
+
+namespace {
+
+using kern::WType;
+
+/// A cudaMalloc'd buffer freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes > 0) DLLM_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+  }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+/// A weight matrix on the device: n_out rows of n_in values, row_bytes bytes per row.
+struct DevMatrix {
+  WType type = WType::kF32;
+  int64_t n_out = 0, n_in = 0, row_bytes = 0;
+  DeviceBuffer data;
+  bool quantized() const { return type == WType::kQ4_K || type == WType::kQ6_K; }
+};
+
+/// Device layout of a GGUF tensor type, or throws for types without a GPU kernel.
+WType device_type(const gguf::TensorInfo& t) {
+  switch (t.type) {
+    case gguf::GgmlType::Q4_K:
+      return WType::kQ4_K;
+    case gguf::GgmlType::Q6_K:
+      return WType::kQ6_K;
+    case gguf::GgmlType::F16:
+      return WType::kF16;
+    case gguf::GgmlType::F32:
+      return WType::kF32;
+    case gguf::GgmlType::BF16:
+      return WType::kBF16;
+    default:
+      throw Error("tensor " + t.name + " is " + gguf::type_name(t.type) +
+                  ": GPU matrix kernels exist for Q4_K, Q6_K, F32, F16, BF16");
+  }
+}
+
+/// Device bytes of one row of `t` in its device layout (Q6_K padded).
+int64_t device_row_bytes(const gguf::TensorInfo& t) {
+  if (t.type == gguf::GgmlType::Q6_K) return t.ne[0] / quant::kQK_K * kern::kQ6KPaddedBytes;
+  return static_cast<int64_t>(t.row_bytes());
+}
+
+int64_t round_up(int64_t v, int64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+}  // namespace
+
+struct GpuForward::Impl {
+  const model::Model& model;
+  model::ModelConfig c;
+  GpuInfo info;
+  GpuGemm gemm;
+  int64_t max_tokens = 0;
+  int64_t max_tokens_pad = 0;  ///< max_tokens rounded up to kern::kTokenTile (int8 activation rows)
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  size_t weight_bytes = 0, buffer_bytes = 0;
+
+  struct Layer {
+    DevMatrix q, k, v, o, gate, up, down;
+    DeviceBuffer attn_norm, ffn_norm, bq, bk, bv;
+  };
+  std::vector<Layer> layers;
+  DevMatrix embd, output;
+  DeviceBuffer output_norm, rope_cos, rope_sin;
+
+  // Activations, all sized for max_tokens rows.
+  DeviceBuffer x, proj, q, k, v, att, gate, up;  // f32
+  DeviceBuffer act_q, act_ds, act_f16;           // the current matrix input: int8 + {d, d*sum}, f16
+  DeviceBuffer scratch_f16;                      // cuBLAS path: one dequantized weight chunk
+  int64_t scratch_elems = 0;
+  DeviceBuffer logits, tokens_dev, rows_dev;
+
+  Impl(const model::Model& m, const GpuForwardOptions& opt) : model(m), c(m.config()), gemm(opt.gemm) {
+    if (opt.max_tokens <= 0)
+      throw Error("max_tokens must be positive (got " + std::to_string(opt.max_tokens) + ")");
+    max_tokens = opt.max_tokens;
+    max_tokens_pad = round_up(max_tokens, kern::kTokenTile);
+    if (opt.rope_mode) c.rope_mode = *opt.rope_mode;
+    const int64_t hd = c.head_dim;
+    if (hd % 32 != 0 || hd > 256 || hd / 32 == 5 || hd / 32 == 7)
+      throw Error("head_dim " + std::to_string(hd) +
+                  " has no GPU attention kernel (32, 64, 96, 128, 192, 256)");
+    const int64_t n_q = c.n_head * hd, n_kv = c.n_head_kv * hd;
+    for (const int64_t w : {c.n_embd, n_q, c.n_ff}) {
+      if (w % 32 != 0)
+        throw Error("model width " + std::to_string(w) +
+                    " is not a multiple of 32: the GPU backend needs that");
+    }
+
+    // Which GPU.
+    if (opt.device >= 0) {
+      GpuProbe probe = probe_gpu();
+      if (!probe.gpu) throw Error("no GPU found: " + probe.reason + " (run with --device cpu)");
+      DLLM_CUDA_CHECK(cudaSetDevice(opt.device));
+      cudaDeviceProp prop{};
+      DLLM_CUDA_CHECK(cudaGetDeviceProperties(&prop, opt.device));
+      info.device = opt.device;
+      info.name = prop.name;
+      info.cc_major = prop.major;
+      info.cc_minor = prop.minor;
+      info.n_sm = prop.multiProcessorCount;
+      DLLM_CUDA_CHECK(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
+    } else {
+      info = require_gpu();
+      DLLM_CUDA_CHECK(cudaSetDevice(info.device));
+    }
+
+    // What it all needs, before any allocation: weights in their device layout, activations,
+    // the cuBLAS scratch and the logits rows.
+    std::vector<const gguf::TensorInfo*> mats;
+    for (const model::LayerWeights& lw : m.layers()) {
+      for (const gguf::TensorInfo* t :
+           {lw.attn_q, lw.attn_k, lw.attn_v, lw.attn_output, lw.ffn_gate, lw.ffn_up, lw.ffn_down})
+        mats.push_back(t);
+    }
+    mats.push_back(&m.token_embd());
+    if (&m.output() != &m.token_embd()) mats.push_back(&m.output());
+    size_t need_weights = 0;
+    int64_t max_mat_elems = 0, max_n_in = 0;
+    for (const gguf::TensorInfo* t : mats) {
+      device_type(*t);  // throws for unsupported types before anything is uploaded
+      need_weights += static_cast<size_t>(device_row_bytes(*t) * t->ne[1]);
+      max_mat_elems = std::max(max_mat_elems, t->ne[0] * t->ne[1]);
+      max_n_in = std::max(max_n_in, t->ne[0]);
+    }
+    const size_t small = static_cast<size_t>(m.layers().size()) * (2 * c.n_embd + n_q + 2 * n_kv) * 4 +
+                         c.n_embd * 4 + 2 * max_tokens * (hd / 2) * 4;
+    need_weights += small;
+    const int64_t L = max_tokens, Lp = max_tokens_pad;
+    const int64_t act_width = std::max({c.n_embd, n_q, c.n_ff, max_n_in});
+    // Scratch for one dequantized weight chunk (cuBLAS path, also F16/F32 matrices on the int8
+    // path): the largest layer matrix, capped at 256 Mi elements (512 MiB) for the LM head.
+    scratch_elems = std::min<int64_t>(max_mat_elems, int64_t(256) << 20);
+    const size_t need_buffers =
+        static_cast<size_t>(L) * 4 *
+            (2 * c.n_embd + 2 * n_q + 2 * n_kv + 2 * c.n_ff) +  // x proj q att k v gate up
+        static_cast<size_t>(Lp) * act_width * (1 + 2) +
+        static_cast<size_t>(Lp) * (act_width / 32) * 8 + static_cast<size_t>(scratch_elems) * 2 +
+        static_cast<size_t>(L) * c.n_vocab * 4 + 2 * L * 4;
+    const size_t need = need_weights + need_buffers + (size_t(256) << 20);  // + cuBLAS workspace / context
+    if (need > info.free_bytes) {
+      throw Error("model needs " + std::to_string(static_cast<long long>(need / kMiB)) +
+                  " MiB of GPU memory, GPU " + std::to_string(info.device) + " (" + info.name + ") has " +
+                  std::to_string(static_cast<long long>(info.free_bytes / kMiB)) +
+                  " MiB free (try --device cpu or a shorter canvas)");
+    }
+
+    DLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    DLLM_CUBLAS_CHECK(cublasCreate(&cublas));
+    DLLM_CUBLAS_CHECK(cublasSetStream(cublas, stream));
+
+    // Upload, releasing each tensor's mapped pages behind it so host RSS stays small.
+    auto upload_vec = [&](const std::vector<float>& v) {
+      DeviceBuffer b(v.size() * sizeof(float));
+      if (!v.empty()) DLLM_CUDA_CHECK(cudaMemcpy(b.as<void>(), v.data(), b.bytes(), cudaMemcpyHostToDevice));
+      weight_bytes += b.bytes();
+      return b;
+    };
+    for (const model::LayerWeights& lw : m.layers()) {
+      Layer l;
+      l.q = upload(*lw.attn_q);
+      l.k = upload(*lw.attn_k);
+      l.v = upload(*lw.attn_v);
+      l.o = upload(*lw.attn_output);
+      l.gate = upload(*lw.ffn_gate);
+      l.up = upload(*lw.ffn_up);
+      l.down = upload(*lw.ffn_down);
+      l.attn_norm = upload_vec(lw.attn_norm);
+      l.ffn_norm = upload_vec(lw.ffn_norm);
+      l.bq = upload_vec(lw.attn_q_bias);
+      l.bk = upload_vec(lw.attn_k_bias);
+      l.bv = upload_vec(lw.attn_v_bias);
+      layers.push_back(std::move(l));
+    }
+    const bool tied = &m.output() == &m.token_embd();
+    output = upload(m.output(), /*release=*/!tied);
+    embd = upload(m.token_embd());
+    output_norm = upload_vec(m.output_norm());
+
+    // RoPE table: cos / sin of pos * base^(-2i/hd) in double, rounded once (as cpu::RopeTable).
+    std::vector<float> cs(static_cast<size_t>(L * (hd / 2))), sn(cs.size());
+    for (int64_t p = 0; p < L; ++p) {
+      for (int64_t i = 0; i < hd / 2; ++i) {
+        const double theta =
+            static_cast<double>(p) * std::pow(static_cast<double>(c.rope_freq_base),
+                                              -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+        cs[p * (hd / 2) + i] = static_cast<float>(std::cos(theta));
+        sn[p * (hd / 2) + i] = static_cast<float>(std::sin(theta));
+      }
+    }
+    rope_cos = upload_vec(cs);
+    rope_sin = upload_vec(sn);
+
+    auto alloc = [&](size_t bytes) {
+      DeviceBuffer b(bytes);
+      buffer_bytes += bytes;
+      return b;
+    };
+    x = alloc(L * c.n_embd * 4);
+    proj = alloc(L * c.n_embd * 4);
+    q = alloc(L * n_q * 4);
+    att = alloc(L * n_q * 4);
+    k = alloc(L * n_kv * 4);
+    v = alloc(L * n_kv * 4);
+    gate = alloc(L * c.n_ff * 4);
+    up = alloc(L * c.n_ff * 4);
+    act_q = alloc(Lp * act_width);
+    act_ds = alloc(Lp * (act_width / 32) * 8);
+    act_f16 = alloc(Lp * act_width * 2);
+    // The padding rows of the int8 input are read by the GEMM (results discarded): keep them finite.
+    DLLM_CUDA_CHECK(cudaMemset(act_q.as<void>(), 0, act_q.bytes()));
+    DLLM_CUDA_CHECK(cudaMemset(act_ds.as<void>(), 0, act_ds.bytes()));
+    scratch_f16 = alloc(scratch_elems * 2);
+    logits = alloc(L * c.n_vocab * 4);
+    tokens_dev = alloc(L * 4);
+    rows_dev = alloc(L * 4);
+  }
+
+  ~Impl() {
+    if (cublas) cublasDestroy(cublas);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  /// Uploads one matrix in its device layout (Q6_K repacked to padded blocks in host chunks) and
+  /// then releases its mapped pages (unless `release` is false: a tied output / embedding).
+  DevMatrix upload(const gguf::TensorInfo& t, bool release = true) {
+    DevMatrix dm;
+    dm.type = device_type(t);
+    dm.n_in = t.ne[0];
+    dm.n_out = t.ne[1];
+    dm.row_bytes = device_row_bytes(t);
+    dm.data = DeviceBuffer(static_cast<size_t>(dm.row_bytes * dm.n_out));
+    weight_bytes += dm.data.bytes();
+    const uint8_t* src = model.data(t);
+    if (t.type != gguf::GgmlType::Q6_K) {
+      DLLM_CUDA_CHECK(cudaMemcpy(dm.data.as<void>(), src, dm.data.bytes(), cudaMemcpyHostToDevice));
+    } else {
+      const int64_t n_blocks = dm.n_out * (dm.n_in / quant::kQK_K);
+      constexpr int64_t kChunk = 16384;  // blocks per staging copy (3.5 MiB)
+      std::vector<uint8_t> staging(static_cast<size_t>(kChunk * kern::kQ6KPaddedBytes), 0);
+      for (int64_t b0 = 0; b0 < n_blocks; b0 += kChunk) {
+        const int64_t nb = std::min(kChunk, n_blocks - b0);
+        for (int64_t b = 0; b < nb; ++b) {
+          std::memcpy(&staging[b * kern::kQ6KPaddedBytes], src + (b0 + b) * sizeof(quant::block_q6_K),
+                      sizeof(quant::block_q6_K));
+        }
+        DLLM_CUDA_CHECK(cudaMemcpy(dm.data.as<uint8_t>() + b0 * kern::kQ6KPaddedBytes, staging.data(),
+                                   nb * kern::kQ6KPaddedBytes, cudaMemcpyHostToDevice));
+      }
+    }
+    if (release) model.file().release_pages(t);
+    return dm;
+  }
+
+  /// y[t * ldy + o] = W x_t for t < n_tok from the current matrix input (act_*).
+  void matmul(const DevMatrix& w, int64_t n_tok, float* y, int64_t ldy) {
+    if (gemm == GpuGemm::kInt8 && w.quantized()) {
+      kern::gemm_int8(w.type, w.data.as<void>(), w.row_bytes, w.n_out, w.n_in, act_q.as<int8_t>(),
+                      act_ds.as<float>(), n_tok, y, ldy, stream);
+      return;
+    }
+    // Reference path: dequantize a chunk of rows to f16, then y_chunk = W_chunk x in cuBLAS
+    // (column-major view: C (rows x n_tok, ld ldy) = W_chunk^T' ... i.e. op(A) = A^T with A the
+    // n_in x rows column-major view of the row-major chunk).
+    const int64_t chunk = std::max<int64_t>(1, std::min(w.n_out, scratch_elems / w.n_in));
+    const float alpha = 1.0f, beta = 0.0f;
+    for (int64_t r0 = 0; r0 < w.n_out; r0 += chunk) {
+      const int64_t nr = std::min(chunk, w.n_out - r0);
+      kern::dequant_rows(w.type, w.data.as<void>(), w.row_bytes, w.n_in, nullptr, r0, nr, nullptr,
+                         scratch_f16.as<uint16_t>(), w.n_in, stream);
+      DLLM_CUBLAS_CHECK(cublasGemmEx(
+          cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr), static_cast<int>(n_tok),
+          static_cast<int>(w.n_in), &alpha, scratch_f16.as<void>(), CUDA_R_16F, static_cast<int>(w.n_in),
+          act_f16.as<void>(), CUDA_R_16F, static_cast<int>(w.n_in), &beta, y + r0, CUDA_R_32F,
+          static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+  }
+
+  void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* out) {
+    // The same checks and messages as CpuForward::forward, before any GPU work.
+    const auto n = static_cast<int64_t>(tokens.size());
+    if (n <= 0 || n > max_tokens) {
+      throw Error("forward: " + std::to_string(n) + " tokens, expected 1.." + std::to_string(max_tokens) +
+                  " (max_tokens)");
+    }
+    const int64_t n_vocab_embd = model.n_vocab_embd();
+    for (int64_t t = 0; t < n; ++t) {
+      if (tokens[t] < 0 || tokens[t] >= n_vocab_embd) {
+        throw Error("token id " + std::to_string(tokens[t]) + " at position " + std::to_string(t) +
+                    " is outside the vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
+      }
+    }
+    if (static_cast<int64_t>(rows.size()) > max_tokens) {
+      throw Error("forward: " + std::to_string(rows.size()) + " logits rows requested, at most " +
+                  std::to_string(max_tokens));
+    }
+    for (const int32_t r : rows) {
+      if (r < 0 || r >= n) {
+        throw Error("logits row " + std::to_string(r) + " is outside the sequence [0, " + std::to_string(n) +
+                    ")");
+      }
+    }
+
+    const int64_t d = c.n_embd, hd = c.head_dim, n_q = c.n_head * hd, n_kv = c.n_head_kv * hd;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const auto n_rows = static_cast<int64_t>(rows.size());
+    DLLM_CUDA_CHECK(
+        cudaMemcpyAsync(tokens_dev.as<void>(), tokens.data(), n * 4, cudaMemcpyHostToDevice, stream));
+    if (n_rows > 0) {
+      DLLM_CUDA_CHECK(
+          cudaMemcpyAsync(rows_dev.as<void>(), rows.data(), n_rows * 4, cudaMemcpyHostToDevice, stream));
+    }
+
+    // Token embeddings.
+    kern::dequant_rows(embd.type, embd.data.as<void>(), embd.row_bytes, d, tokens_dev.as<int32_t>(), 0, n,
+                       x.as<float>(), nullptr, d, stream);
+
+    uint16_t* a16 = act_f16.as<uint16_t>();
+    int8_t* aq = act_q.as<int8_t>();
+    float* ads = act_ds.as<float>();
+    const float* pending = nullptr;  // projection output still to be added to x
+    for (const Layer& l : layers) {
+      // Attention block.
+      kern::add_rmsnorm_quant(x.as<float>(), pending, true, l.attn_norm.as<float>(), c.rms_eps, n, d, nullptr,
+                              a16, aq, ads, stream);
+      matmul(l.q, n, q.as<float>(), n_q);
+      matmul(l.k, n, k.as<float>(), n_kv);
+      matmul(l.v, n, v.as<float>(), n_kv);
+      kern::bias_rope(q.as<float>(), k.as<float>(), v.as<float>(), l.bq.as<float>(), l.bk.as<float>(),
+                      l.bv.as<float>(), rope_cos.as<float>(), rope_sin.as<float>(), n, c.n_head, c.n_head_kv,
+                      hd, c.rope_mode == model::RopeMode::kNeox, stream);
+      kern::attention(q.as<float>(), k.as<float>(), v.as<float>(), att.as<float>(), n, c.n_head, c.n_head_kv,
+                      hd, scale, stream);
+      kern::quantize_rows(att.as<float>(), n, n_q, a16, aq, ads, stream);
+      matmul(l.o, n, proj.as<float>(), d);
+      // Feed-forward block.
+      kern::add_rmsnorm_quant(x.as<float>(), proj.as<float>(), true, l.ffn_norm.as<float>(), c.rms_eps, n, d,
+                              nullptr, a16, aq, ads, stream);
+      matmul(l.gate, n, gate.as<float>(), c.n_ff);
+      matmul(l.up, n, up.as<float>(), c.n_ff);
+      kern::silu_mul_quant(gate.as<float>(), up.as<float>(), n, c.n_ff, a16, aq, ads, stream);
+      matmul(l.down, n, proj.as<float>(), d);
+      pending = proj.as<float>();
+    }
+
+    // Final norm and LM head, only for the requested rows (x + the last Wdown output, not written back).
+    if (n_rows > 0) {
+      kern::add_rmsnorm_quant(x.as<float>(), pending, false, output_norm.as<float>(), c.rms_eps, n_rows, d,
+                              rows_dev.as<int32_t>(), a16, aq, ads, stream);
+      matmul(output, n_rows, logits.as<float>(), output.n_out);
+      DLLM_CUDA_CHECK(
+          cudaMemcpyAsync(out, logits.as<void>(), n_rows * output.n_out * 4, cudaMemcpyDeviceToHost, stream));
+    }
+    DLLM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+};
+
+GpuForward::GpuForward(const model::Model& model, const GpuForwardOptions& options)
+    : impl_(std::make_unique<Impl>(model, options)) {}
+GpuForward::~GpuForward() = default;
+
+void GpuForward::forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits) {
+  impl_->forward(tokens, rows, logits);
+}
+int64_t GpuForward::n_vocab() const {
+  return impl_->output.n_out;
+}
+int64_t GpuForward::max_tokens() const {
+  return impl_->max_tokens;
+}
+GpuGemm GpuForward::gemm() const {
+  return impl_->gemm;
+}
+const GpuInfo& GpuForward::gpu() const {
+  return impl_->info;
+}
+size_t GpuForward::weight_bytes() const {
+  return impl_->weight_bytes;
+}
+size_t GpuForward::buffer_bytes() const {
+  return impl_->buffer_bytes;
+}
+
+std::unique_ptr<GpuForward> make_gpu_forward(const model::Model& model, const GpuForwardOptions& options) {
+  return std::make_unique<GpuForward>(model, options);
+}
+
+}  // namespace dllm::cuda

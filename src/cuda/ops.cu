@@ -1,0 +1,290 @@
+// The row kernels of the GPU forward pass: weight-row decoding (embedding lookup, cuBLAS scratch),
+// fused add + RMSNorm + quantize, quantize, SwiGLU + quantize, bias + RoPE, and attention. Each one
+// replaces a function of src/cpu/ops.cpp or src/quant (named in kernels.h) and is tested against it
+// in tests/cuda/ops_test.cpp.
+#include "cuda/common.cuh"
+#include "cuda/kernels.h"
+
+namespace dllm::cuda::kern {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Weight decoding: one value per thread (coalesced writes), the block header re-read from L1.
+
+/// Value e of a weight row (ggml formulas, see src/quant/q4_k.cpp and q6_k.cpp).
+__device__ __forceinline__ float weight_value(WType type, const uint8_t* row, int64_t e) {
+  switch (type) {
+    case WType::kQ4_K: {
+      // x = d * sc[j] * q - dmin * m[j]; sub-block j = i / 32 lives in chunk j / 2 of 32 bytes,
+      // low nibbles for even j, high for odd j.
+      const uint8_t* b = row + (e / 256) * kQ4KBytes;
+      const int i = static_cast<int>(e % 256), j = i / 32, l = i % 32;
+      int sc, m;
+      q4k_scale_min(j, b + 4, sc, m);
+      const uint8_t byte = b[16 + 32 * (j / 2) + l];
+      const int q = (j & 1) ? (byte >> 4) : (byte & 0xf);
+      return (load_f16(b) * static_cast<float>(sc)) * static_cast<float>(q) -
+             load_f16(b + 2) * static_cast<float>(m);
+    }
+    case WType::kQ6_K: {
+      // x = d * scales[i / 16] * (q - 32); half h = i / 128, within it r = 32 g + l takes its low
+      // nibble from ql[64 h + l + 32 (g & 1)] (high nibble for g >= 2) and 2 bits from qh[32 h + l].
+      const uint8_t* b = row + (e / 256) * kQ6KPaddedBytes;
+      const int i = static_cast<int>(e % 256), h = i / 128, r = i % 128, g = r / 32, l = r % 32;
+      const uint8_t lo_byte = b[64 * h + l + 32 * (g & 1)];
+      const int lo = g >= 2 ? (lo_byte >> 4) : (lo_byte & 0xf);
+      const int hi = (b[128 + 32 * h + l] >> (2 * g)) & 3;
+      const int q = (lo | (hi << 4)) - 32;
+      const float dj = load_f16(b + 208) * static_cast<float>(static_cast<int8_t>(b[192 + i / 16]));
+      return dj * static_cast<float>(q);
+    }
+    case WType::kF16:
+      return __half2float(reinterpret_cast<const __half*>(row)[e]);
+    case WType::kF32:
+      return reinterpret_cast<const float*>(row)[e];
+    case WType::kBF16: {
+      const uint32_t bits = static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(row)[e]) << 16;
+      return __uint_as_float(bits);
+    }
+  }
+  return 0.0f;
+}
+
+__global__ void dequant_rows_kernel(WType type, const uint8_t* w, int64_t row_bytes, int64_t n_in,
+                                    const int32_t* row_ids, int64_t row0, float* out32, __half* out16,
+                                    int64_t ld) {
+  const int64_t j = blockIdx.y;
+  const int64_t r = row_ids ? row_ids[j] : row0 + j;
+  const uint8_t* row = w + r * row_bytes;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n_in;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const float v = weight_value(type, row, e);
+    if (out32) out32[j * ld + e] = v;
+    if (out16) out16[j * ld + e] = __float2half_rn(v);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row kernels: one block of kRowThreads per token row; warp w handles the 32-value groups
+// w, w + 8, ... so the int8 groups line up with warps and a thread re-reads only what it wrote.
+
+constexpr int kRowThreads = 256;
+constexpr int kRowWarps = kRowThreads / 32;
+
+/// Sum over the block (every thread gets the result). `red` holds kRowWarps floats.
+__device__ __forceinline__ float block_sum(float v, float* red) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  v = warp_sum(v);
+  __syncthreads();  // red may still be read from a previous call
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  float t = lane < kRowWarps ? red[lane] : 0.0f;
+  return warp_sum(t);
+}
+
+__global__ void __launch_bounds__(kRowThreads)
+    add_rmsnorm_quant_kernel(float* x, const float* add, bool write_back, const float* w, float eps,
+                             int64_t n, const int32_t* gather, __half* y16, int8_t* q, float* ds) {
+  __shared__ float red[kRowWarps];
+  const int64_t j = blockIdx.x;
+  const int64_t src = gather ? gather[j] : j;
+  float* xr = x + src * n;
+  const float* ar = add ? add + src * n : nullptr;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t n_groups = n / 32;
+  // Pass 1: residual add and sum of squares.
+  float ss = 0.0f;
+  for (int64_t g = warp; g < n_groups; g += kRowWarps) {
+    const int64_t i = g * 32 + lane;
+    float v = xr[i];
+    if (ar) {
+      v += ar[i];
+      if (write_back) xr[i] = v;
+    }
+    ss += v * v;
+  }
+  const float mean = block_sum(ss, red) / static_cast<float>(n);
+  const float scale = 1.0f / sqrtf(mean + eps);
+  // Pass 2: scale, weight, write f16 and int8 (this thread's own values from pass 1).
+  for (int64_t g = warp; g < n_groups; g += kRowWarps) {
+    const int64_t i = g * 32 + lane;
+    float v = xr[i];
+    if (ar && !write_back) v += ar[i];
+    const float y = (v * scale) * w[i];
+    if (y16) y16[j * n + i] = __float2half_rn(y);
+    quantize_group32(y, lane, q + j * n + g * 32, ds + 2 * (j * n_groups + g));
+  }
+}
+
+__global__ void __launch_bounds__(kRowThreads)
+    quantize_rows_kernel(const float* x, const float* up, int64_t n, __half* y16, int8_t* q, float* ds) {
+  // up == nullptr: plain quantization of x; else SwiGLU silu(x) * up first (cpu::silu_mul).
+  const int64_t j = blockIdx.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t n_groups = n / 32;
+  for (int64_t g = warp; g < n_groups; g += kRowWarps) {
+    const int64_t i = j * n + g * 32 + lane;
+    float y = x[i];
+    if (up) y = y / (1.0f + expf(-y)) * up[i];
+    if (y16) y16[i] = __float2half_rn(y);
+    quantize_group32(y, lane, q + j * n + g * 32, ds + 2 * (j * n_groups + g));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bias + RoPE: one block per token, one thread per rotated pair.
+
+__global__ void bias_rope_kernel(float* q, float* k, float* v, const float* bq, const float* bk,
+                                 const float* bv, const float* cos, const float* sin, int64_t n_head,
+                                 int64_t n_head_kv, int64_t hd, bool neox) {
+  const int64_t t = blockIdx.x, half = hd / 2;
+  const int64_t n_q = n_head * hd, n_kv = n_head_kv * hd;
+  const float* ct = cos + t * half;
+  const float* st = sin + t * half;
+  for (int64_t p = threadIdx.x; p < (n_head + n_head_kv) * half; p += blockDim.x) {
+    const int64_t head = p / half, i = p % half;
+    const bool is_q = head < n_head;
+    const int64_t off = (is_q ? head : head - n_head) * hd;
+    float* base = is_q ? q + t * n_q + off : k + t * n_kv + off;
+    const float* bias = is_q ? bq : bk;
+    const int64_t ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
+    float x0 = base[ia], x1 = base[ib];
+    if (bias) {
+      x0 += bias[off + ia];
+      x1 += bias[off + ib];
+    }
+    base[ia] = x0 * ct[i] - x1 * st[i];
+    base[ib] = x0 * st[i] + x1 * ct[i];
+  }
+  if (bv) {
+    for (int64_t e = threadIdx.x; e < n_kv; e += blockDim.x) v[t * n_kv + e] += bv[e];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention: one warp per (head, query); lane holds dims lane, lane + 32, ... (DPL of them). Keys are
+// visited in order with a running max m, running sum l and running output o (online softmax):
+// each new score s rescales l and o by exp(m - max(m, s)). The 4 warps of a block take 4
+// consecutive queries of one head, so they read the same K / V rows.
+
+constexpr int kAttnWarps = 4;
+
+template <int DPL>
+__global__ void __launch_bounds__(32 * kAttnWarps)
+    attention_kernel(const float* q, const float* k, const float* v, float* out, int64_t n, int64_t n_head,
+                     int64_t n_head_kv, float scale) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t item = blockIdx.x * int64_t(kAttnWarps) + warp;
+  if (item >= n * n_head) return;
+  const int64_t h = item / n, t = item % n;
+  const int64_t hd = 32 * DPL;
+  const int64_t kvh = h / (n_head / n_head_kv);
+  const int64_t q_stride = n_head * hd, kv_stride = n_head_kv * hd;
+  float qv[DPL], o[DPL];
+#pragma unroll
+  for (int i = 0; i < DPL; ++i) {
+    qv[i] = q[t * q_stride + h * hd + 32 * i + lane];
+    o[i] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;
+  const float* kp = k + kvh * hd + lane;
+  const float* vp = v + kvh * hd + lane;
+  for (int64_t j = 0; j < n; ++j, kp += kv_stride, vp += kv_stride) {
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) s += qv[i] * kp[32 * i];
+    s = warp_sum(s) * scale;
+    const float m_new = fmaxf(m, s);
+    const float corr = expf(m - m_new);  // 0 on the first key (m = -inf)
+    const float p = expf(s - m_new);
+    l = l * corr + p;
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) o[i] = o[i] * corr + p * vp[32 * i];
+    m = m_new;
+  }
+  const float inv = 1.0f / l;
+#pragma unroll
+  for (int i = 0; i < DPL; ++i) out[t * q_stride + h * hd + 32 * i + lane] = o[i] * inv;
+}
+
+}  // namespace
+
+void dequant_rows(WType type, const void* w, int64_t row_bytes, int64_t n_in, const int32_t* row_ids,
+                  int64_t row0, int64_t n_rows, float* out32, uint16_t* out16, int64_t ld,
+                  cudaStream_t stream) {
+  if (n_rows <= 0) return;
+  constexpr int kThreads = 256;
+  const dim3 grid(static_cast<unsigned>((n_in + kThreads - 1) / kThreads), static_cast<unsigned>(n_rows));
+  dequant_rows_kernel<<<grid, kThreads, 0, stream>>>(type, static_cast<const uint8_t*>(w), row_bytes, n_in,
+                                                     row_ids, row0, out32, reinterpret_cast<__half*>(out16),
+                                                     ld);
+  DLLM_CHECK_LAUNCH("dequant_rows_kernel");
+}
+
+void add_rmsnorm_quant(float* x, const float* add, bool write_back, const float* w, float eps, int64_t n_rows,
+                       int64_t n, const int32_t* gather, uint16_t* y16, int8_t* q, float* ds,
+                       cudaStream_t stream) {
+  if (n_rows <= 0) return;
+  add_rmsnorm_quant_kernel<<<static_cast<unsigned>(n_rows), kRowThreads, 0, stream>>>(
+      x, add, write_back, w, eps, n, gather, reinterpret_cast<__half*>(y16), q, ds);
+  DLLM_CHECK_LAUNCH("add_rmsnorm_quant_kernel");
+}
+
+void quantize_rows(const float* x, int64_t n_rows, int64_t n, uint16_t* y16, int8_t* q, float* ds,
+                   cudaStream_t stream) {
+  if (n_rows <= 0) return;
+  quantize_rows_kernel<<<static_cast<unsigned>(n_rows), kRowThreads, 0, stream>>>(
+      x, nullptr, n, reinterpret_cast<__half*>(y16), q, ds);
+  DLLM_CHECK_LAUNCH("quantize_rows_kernel");
+}
+
+void silu_mul_quant(const float* gate, const float* up, int64_t n_rows, int64_t n, uint16_t* y16, int8_t* q,
+                    float* ds, cudaStream_t stream) {
+  if (n_rows <= 0) return;
+  quantize_rows_kernel<<<static_cast<unsigned>(n_rows), kRowThreads, 0, stream>>>(
+      gate, up, n, reinterpret_cast<__half*>(y16), q, ds);
+  DLLM_CHECK_LAUNCH("quantize_rows_kernel (silu_mul)");
+}
+
+void bias_rope(float* q, float* k, float* v, const float* bq, const float* bk, const float* bv,
+               const float* cos, const float* sin, int64_t n_tok, int64_t n_head, int64_t n_head_kv,
+               int64_t hd, bool neox, cudaStream_t stream) {
+  if (n_tok <= 0) return;
+  bias_rope_kernel<<<static_cast<unsigned>(n_tok), 256, 0, stream>>>(q, k, v, bq, bk, bv, cos, sin, n_head,
+                                                                     n_head_kv, hd, neox);
+  DLLM_CHECK_LAUNCH("bias_rope_kernel");
+}
+
+void attention(const float* q, const float* k, const float* v, float* out, int64_t n_tok, int64_t n_head,
+               int64_t n_head_kv, int64_t hd, float scale, cudaStream_t stream) {
+  if (n_tok <= 0) return;
+  const unsigned blocks = static_cast<unsigned>((n_tok * n_head + kAttnWarps - 1) / kAttnWarps);
+  const unsigned threads = 32 * kAttnWarps;
+  switch (hd / 32) {
+    case 1:
+      attention_kernel<1><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      break;
+    case 2:
+      attention_kernel<2><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      break;
+    case 3:
+      attention_kernel<3><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      break;
+    case 4:
+      attention_kernel<4><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      break;
+    case 6:
+      attention_kernel<6><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      break;
+    case 8:
+      attention_kernel<8><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      break;
+    default:
+      throw Error("attention: head_dim " + std::to_string(hd) +
+                  " has no GPU kernel (32, 64, 96, 128, 192 or 256)");
+  }
+  DLLM_CHECK_LAUNCH("attention_kernel");
+}
+
+}  // namespace dllm::cuda::kern
