@@ -63,6 +63,29 @@ else
   # doctor explains the missing model (empty cache) and the GPU line, naming the fix.
   expect 0 "fix: ./dllm pull" -- doctor
   expect 0 "gpu:" -- doctor
+
+  # Against the fake hub (tests/hub/fake_hub.py, 127.0.0.1): setup --yes downloads and checks, pull and
+  # run by repo spec, then run again from the cache with the server stopped.
+  python3 "$SRC/tests/hub/fake_hub.py" --port 0 --ready-file "$TMP/port" --shared "$SHARED" \
+    >"$TMP/hub.log" 2>&1 &
+  hub_pid=$!
+  for _ in $(seq 100); do [[ -s "$TMP/port" ]] && break; sleep 0.1; done
+  if [[ ! -s "$TMP/port" ]]; then
+    echo "FAIL: the fake hub did not start: $(tail -n 3 "$TMP/hub.log")"
+    failures=$((failures + 1))
+  else
+    export HF_ENDPOINT="http://127.0.0.1:$(cat "$TMP/port")"
+    expect 3 "./dllm setup --yes --model org/tiny" -- setup --model org/tiny
+    expect 0 "check: generated 16 tokens" -- setup --yes --model org/tiny
+    expect 0 "models--org--tiny" -- pull org/tiny
+    expect 0 "" -- run -m org/tiny "Hi" --max-tokens 8
+    kill "$hub_pid" 2>/dev/null
+    wait "$hub_pid" 2>/dev/null
+    expect 0 "" -- run -m org/tiny "Hi" --max-tokens 8
+    expect 0 "models--org--tiny" -- doctor
+    expect 1 "./dllm pull org/tiny-dream" -- run -m org/tiny-dream --offline "Hi"
+  fi
+  kill "$hub_pid" 2>/dev/null || true
 fi
 
 if ((failures > 0)); then
