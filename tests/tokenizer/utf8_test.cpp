@@ -237,5 +237,29 @@ TEST(Property, RandomBytesStream) {
   }
 }
 
+// Arbitrary bytes (hostile prompt text): either a UsageError naming an offset or a faithful round trip;
+// never a crash. Run under -fsanitize=address,undefined as well (see docs/tokenizer.md).
+TEST(Property, RandomBytesEncode) {
+  std::mt19937 rng(2024);
+  int rejected = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string s;
+    const int n = static_cast<int>(rng() % 24);
+    for (int j = 0; j < n; ++j) s += static_cast<char>(rng() % 4 == 0 ? rng() % 256 : "ab <|>\n'"[rng() % 9]);
+    for (const Tokenizer* t : {&dream_tok(), &llada_tok()}) {
+      try {
+        const auto ids = t->encode(s, false);
+        ASSERT_TRUE(rfc3629_valid(s));
+        ASSERT_EQ(t->decode(ids), s);
+      } catch (const UsageError& e) {
+        ASSERT_FALSE(rfc3629_valid(s));
+        ASSERT_NE(std::string(e.what()).find("byte offset"), std::string::npos);
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0);
+}
+
 }  // namespace
 }  // namespace dllm::test
