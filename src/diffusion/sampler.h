@@ -48,7 +48,7 @@ struct SamplerParams {
   Schedule schedule = Schedule::kLlada;
   int64_t max_tokens =
       64;              ///< masked positions appended to the prompt (LLaDA gen_length, Dream max_new_tokens)
-  int64_t steps = 64;  ///< total denoising steps (ignored when threshold is set)
+  int64_t steps = 64;  ///< total denoising steps, >= 1 (not used when threshold is set)
   int64_t block_length = 32;  ///< LLaDA block_length; Dream uses it only with threshold (0: one block)
   double temperature = 0.0;   ///< LLaDA: Gumbel-max temperature; Dream: logits / T then categorical
   uint64_t seed = 0;          ///< every random draw derives from (seed, step, position): see docs
@@ -101,15 +101,17 @@ struct GenerateResult {
   /// canvas[prompt_len ..) up to (excluding) the first end token; never contains the mask id.
   std::vector<int32_t> answer;
   int64_t steps_run = 0;  ///< forward passes run
-  int64_t steps_planned =
-      0;  ///< forward passes the schedule would run without early stop (upper bound with threshold)
+  /// Forward passes the schedule would run without early stop (an upper bound for Dream origin and
+  /// for threshold decoding).
+  int64_t steps_planned = 0;
   bool stopped_early = false;
   bool ended_with_end_token = false;  ///< the answer ends at an end token (not at the canvas end)
   std::vector<std::string> warnings;
 };
 
 /// Validates params for a prompt of prompt_len tokens and n_vocab logit rows and returns the
-/// warnings a run would give (e.g. more than 4 tokens per step without threshold). Throws
+/// warnings a run would give (more than 4 tokens per step without threshold). generate() calls it
+/// too; a caller needs it only to report problems before loading or running anything. Throws
 /// dllm::UsageError naming the valid choices: max_tokens <= 0, steps <= 0, block_length <= 0,
 /// LLaDA max_tokens not a multiple of block_length, LLaDA steps not a multiple of the block count,
 /// temperature/alg_temp < 0, top_p not in (0, 1], top_k < 0, eps not in (0, 1), threshold not in
