@@ -564,3 +564,16 @@ TEST(Sampler, TemperatureZeroIsArgmaxForEverySeed) {
       for (size_t i = 0; i < 8; ++i) EXPECT_EQ(r.answer[i], argmax(static_cast<int32_t>(i + kPrompt.size())));
     }
 }
+
+// With a threshold the block loop runs until the block is full (Fast-dLLM's `while True`), so
+// `steps` needs no divisibility and does not bound the number of passes.
+TEST(Threshold, StepsDoNotMatter) {
+  auto src = static_source([](int32_t p) { return p % 10; }, [](int32_t) { return 0.5; });
+  auto p = llada(8, 3, 4);  // 3 is not a multiple of 2 blocks: fine with a threshold
+  p.threshold = 0.9;
+  const auto r = generate(src, kPrompt, p);
+  EXPECT_EQ(r.steps_run, 8);  // nothing reaches .9: one commit per pass
+  EXPECT_EQ(r.answer.size(), 8u);
+  p.threshold.reset();
+  EXPECT_THROW(generate(src, kPrompt, p), dllm::UsageError);
+}
