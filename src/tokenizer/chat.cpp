@@ -155,6 +155,13 @@ std::optional<std::string> chatml_default_system(std::string_view t) {
   return std::nullopt;
 }
 
+// A prompt typed with its own BOS text (--no-chat "<|startoftext|>...") would give two BOS when the
+// tokenizer adds one; llama.cpp keeps both with a warning, we keep one: the model never saw two.
+static std::vector<int32_t> drop_second_bos(const Tokenizer& tok, std::vector<int32_t> ids) {
+  if (tok.add_bos() && ids.size() >= 2 && ids[1] == tok.bos_id()) ids.erase(ids.begin() + 1);
+  return ids;
+}
+
 std::string render_chat(const Tokenizer& tok, const ChatOptions& opts) {
   std::string out;
   for (const Segment& s : render_segments(tok, opts)) out += s.text;
@@ -177,7 +184,7 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const ChatOptions& opts
     for (const Segment& s : segs) text += s.text;
     const auto t = tok.encode(text, true);
     ids.insert(ids.end(), t.begin(), t.end());
-    return ids;
+    return drop_second_bos(tok, std::move(ids));
   }
   // Markers become their ids; the text between two markers is tokenized as one piece without special
   // parsing, so word boundaries match what the whole-text tokenization would give.
@@ -200,7 +207,7 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const ChatOptions& opts
     }
   }
   flush();
-  return ids;
+  return drop_second_bos(tok, std::move(ids));
 }
 
 void check_context(size_t n_tokens, size_t n_ctx, std::string_view what) {

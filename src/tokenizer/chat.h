@@ -49,9 +49,9 @@ struct ChatOptions {
 std::string render_chat(const Tokenizer& tok, const ChatOptions& opts);
 
 /// The ids fed to the model: [BOS if add_bos()] + tokens of render_chat(). Exactly one BOS at the start
-/// when add_bos() is true, none added otherwise. With parse_special the whole rendered text is
-/// tokenized at once (identical to llama.cpp); without it, the template markers are inserted as ids and
-/// the text between them is tokenized with parse_special = false.
+/// when add_bos() is true (also when a --no-chat prompt starts with the BOS text), none added otherwise. With
+/// parse_special the whole rendered text is tokenized at once (identical to llama.cpp); without it, the
+/// template markers are inserted as ids and the text between them is tokenized with parse_special = false.
 /// Throws dllm::UsageError for a prompt or system text that is not valid UTF-8 (byte offset named).
 std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const ChatOptions& opts);
 

@@ -85,6 +85,9 @@ TEST(Chat, LladaExactlyOneBos) {
   want.insert(want.begin(), t.bos_id());
   EXPECT_EQ(tokenizer::prompt_tokens(t, raw), want);
   EXPECT_EQ(tokenizer::render_chat(t, raw), "Hello world");
+  // A raw prompt that writes the BOS text itself still gets one BOS (llama.cpp would give two).
+  raw.prompt = "<|startoftext|>Hello world";
+  EXPECT_EQ(tokenizer::prompt_tokens(t, raw), want);
 }
 
 TEST(Chat, SystemPromptAndTrim) {
