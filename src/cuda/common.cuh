@@ -1,5 +1,5 @@
-// Device helpers shared by the kernels of src/cuda: warp reductions, the int8 quantization of 32
-// values by one warp, decoding of the K-quant block headers, and launch checking.
+// Device helpers shared by the kernels of src/cuda: warp reductions, decoding of the K-quant block
+// headers, and launch checking.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -29,20 +29,6 @@ __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
   return v;
-}
-
-/// One warp quantizes 32 values (lane i holds v, value i of the group): q[lane] = round(v / d) with
-/// d = max|v| / 127 (all zero: d = 0, q = 0); ds = {d, d * sum(q)}. Round to nearest even.
-__device__ __forceinline__ void quantize_group32(float v, int lane, int8_t* q, float* ds) {
-  const float amax = warp_max(fabsf(v));
-  const float d = amax / 127.0f;
-  const int qi = amax > 0.0f ? max(-127, min(127, __float2int_rn(v * (127.0f / amax)))) : 0;
-  q[lane] = static_cast<int8_t>(qi);
-  const int s = warp_sum_int(qi);
-  if (lane == 0) {
-    ds[0] = d;
-    ds[1] = d * static_cast<float>(s);
-  }
 }
 
 /// Little-endian f16 at an address with 2-byte alignment.

@@ -6,9 +6,11 @@
 //   logits[rows] = (RMSNorm(x[rows]) * output_norm) Woutput
 // Every step is one kernel (kernels.h) on one stream; the residual add of each projection is fused
 // into the next RMSNorm, which also writes the next matrix input as int8 (for the mma path) and f16
-// (for the cuBLAS path). Matrix inputs are quantized to int8 per 32 values here, not to Q8_K per
-// 256 as on the CPU, so GPU and CPU logits differ by that rounding (both stay within the reference
-// bounds; tests/cuda/forward_test.cpp).
+// (for the cuBLAS path). The int8 input is rounded as ggml-cpu rounds it to Q8_K (kernels.h), so
+// the int8 path computes what the CPU path and llama.cpp's reference logits compute; the cuBLAS
+// path feeds Q4_K / Q6_K matrices the same rounded values in f16 (f16_q8), so the two paths check
+// each other. Which f16 copy a producer writes follows its first consumer (q for q/k/v, gate for
+// gate/up): the two agree in every Q4_K_M file.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -379,7 +381,7 @@ struct GpuForward::Impl {
     for (const Layer& l : layers) {
       // Attention block.
       kern::add_rmsnorm_quant(x.as<float>(), pending, true, l.attn_norm.as<float>(), c.rms_eps, n, d, nullptr,
-                              a16, aq, ads, stream);
+                              a16, l.q.quantized(), aq, ads, stream);
       matmul(l.q, n, q.as<float>(), n_q);
       matmul(l.k, n, k.as<float>(), n_kv);
       matmul(l.v, n, v.as<float>(), n_kv);
@@ -388,14 +390,15 @@ struct GpuForward::Impl {
                       hd, c.rope_mode == model::RopeMode::kNeox, stream);
       kern::attention(q.as<float>(), k.as<float>(), v.as<float>(), att.as<float>(), n, c.n_head, c.n_head_kv,
                       hd, scale, stream);
-      kern::quantize_rows(att.as<float>(), n, n_q, a16, aq, ads, stream);
+      kern::quantize_rows(att.as<float>(), n, n_q, a16, l.o.quantized(), aq, ads, stream);
       matmul(l.o, n, proj.as<float>(), d);
       // Feed-forward block.
       kern::add_rmsnorm_quant(x.as<float>(), proj.as<float>(), true, l.ffn_norm.as<float>(), c.rms_eps, n, d,
-                              nullptr, a16, aq, ads, stream);
+                              nullptr, a16, l.gate.quantized(), aq, ads, stream);
       matmul(l.gate, n, gate.as<float>(), c.n_ff);
       matmul(l.up, n, up.as<float>(), c.n_ff);
-      kern::silu_mul_quant(gate.as<float>(), up.as<float>(), n, c.n_ff, a16, aq, ads, stream);
+      kern::silu_mul_quant(gate.as<float>(), up.as<float>(), n, c.n_ff, a16, l.down.quantized(), aq, ads,
+                           stream);
       matmul(l.down, n, proj.as<float>(), d);
       pending = proj.as<float>();
     }
@@ -403,7 +406,7 @@ struct GpuForward::Impl {
     // Final norm and LM head, only for the requested rows (x + the last Wdown output, not written back).
     if (n_rows > 0) {
       kern::add_rmsnorm_quant(x.as<float>(), pending, false, output_norm.as<float>(), c.rms_eps, n_rows, d,
-                              rows_dev.as<int32_t>(), a16, aq, ads, stream);
+                              rows_dev.as<int32_t>(), a16, output.quantized(), aq, ads, stream);
       matmul(output, n_rows, logits.as<float>(), output.n_out);
       DLLM_CUDA_CHECK(
           cudaMemcpyAsync(out, logits.as<void>(), n_rows * output.n_out * 4, cudaMemcpyDeviceToHost, stream));

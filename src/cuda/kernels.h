@@ -7,8 +7,13 @@
 //
 // Int8 activations (the Q8_1 shape, ggml-common.h block_q8_1, stored as two arrays for aligned
 // loads): q is n_tok x n_in int8, ds is n_tok x (n_in / 32) pairs {d, d * sum(q)} of f32, one pair
-// per 32 consecutive values: x ~= d * q with d = max|x| / 127 and q = round(x / d). The sum lets
-// the GEMM apply a weight zero point (the Q4_K min) once per 32 values instead of per value.
+// per 32 consecutive values, x ~= d * q. The values are rounded exactly as ggml-cpu rounds a matrix
+// input to Q8_K (quantize_row_q8_K_ref: per 256 values d = max / -127 with max the signed value of
+// largest magnitude, q = round-half-even(x / d) clamped to 127), so each 256-block's d is repeated in
+// its 8 pairs: the GPU sees the same int8 activations as the CPU path and llama.cpp's reference
+// logits. The per-32 sum lets the GEMM apply a weight zero point (the Q4_K min) once per 32 values.
+// f16 copies (for the cuBLAS path) are either the value itself or, with f16_q8, the rounded d * q
+// (the input a Q4_K / Q6_K matrix sees on the CPU).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -38,18 +43,18 @@ void dequant_rows(WType type, const void* w, int64_t row_bytes, int64_t n_in, co
 ///   v = x[src] (+ add[src] when add != null), written back to x[src] when write_back;
 ///   y[j] = v * (1 / sqrt(mean(v^2) + eps)) * w          (cpu::rmsnorm)
 /// src = gather[j] (device int32) when gather != null, else j, for j < n_rows. y goes to y16 (f16,
-/// may be null) and to q / ds (int8 activations, see the legend); row j of the outputs.
+/// may be null; see f16_q8 in the legend) and to q / ds (int8 activations); row j of the outputs.
 void add_rmsnorm_quant(float* x, const float* add, bool write_back, const float* w, float eps, int64_t n_rows,
-                       int64_t n, const int32_t* gather, uint16_t* y16, int8_t* q, float* ds,
+                       int64_t n, const int32_t* gather, uint16_t* y16, bool f16_q8, int8_t* q, float* ds,
                        cudaStream_t stream);
 
 /// Quantizes n_rows x n f32 rows (n multiple of 32) to f16 (y16, may be null) and int8 (q / ds).
-void quantize_rows(const float* x, int64_t n_rows, int64_t n, uint16_t* y16, int8_t* q, float* ds,
-                   cudaStream_t stream);
+void quantize_rows(const float* x, int64_t n_rows, int64_t n, uint16_t* y16, bool f16_q8, int8_t* q,
+                   float* ds, cudaStream_t stream);
 
 /// SwiGLU + quantize: y = silu(gate) * up (cpu::silu_mul), n_rows x n (n multiple of 32), to f16 and int8.
-void silu_mul_quant(const float* gate, const float* up, int64_t n_rows, int64_t n, uint16_t* y16, int8_t* q,
-                    float* ds, cudaStream_t stream);
+void silu_mul_quant(const float* gate, const float* up, int64_t n_rows, int64_t n, uint16_t* y16, bool f16_q8,
+                    int8_t* q, float* ds, cudaStream_t stream);
 
 /// Per token t < n_tok: q, k, v += their biases (Dream; all three null for LLaDA), then RoPE on every
 /// head of q (n_head) and k (n_head_kv) with cos/sin row t (hd/2 values per row, as cpu::RopeTable).

@@ -66,69 +66,140 @@ __global__ void dequant_rows_kernel(WType type, const uint8_t* w, int64_t row_by
 }
 
 // ---------------------------------------------------------------------------------------------
-// Row kernels: one block of kRowThreads per token row; warp w handles the 32-value groups
-// w, w + 8, ... so the int8 groups line up with warps and a thread re-reads only what it wrote.
+// Row kernels: one block of kRowThreads = 256 threads per token row, visiting the row 256 values at a
+// time (thread x holds value base + x), so one pass of the block is one Q8_K block and warp w holds
+// its 32-value group w. Every thread re-reads only values it wrote itself.
+//
+// Matrix inputs are rounded exactly as ggml-cpu's quantize_row_q8_K_ref rounds them (what the CPU
+// path and llama.cpp's reference logits do): per 256 values, max = the signed value of largest
+// magnitude (the first on ties), iscale = -127 / max, q = round-half-even(iscale * x) clamped to 127,
+// d = 1 / iscale. The result is stored in the Q8_1 shape (kernels.h): the 256-block's d repeated for
+// each of its 8 groups of 32, with each group's sum, which the GEMM needs for the Q4_K min term.
 
 constexpr int kRowThreads = 256;
 constexpr int kRowWarps = kRowThreads / 32;
 
-/// Sum over the block (every thread gets the result). `red` holds kRowWarps floats.
-__device__ __forceinline__ float block_sum(float v, float* red) {
+struct RowShared {
+  double sum[kRowWarps];
+  float amax[kRowWarps];
+  float max[kRowWarps];
+};
+
+/// Sum of doubles over the block (every thread gets the result).
+__device__ __forceinline__ double block_sum(double v, RowShared& sh) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  v = warp_sum(v);
-  __syncthreads();  // red may still be read from a previous call
-  if (lane == 0) red[warp] = v;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
   __syncthreads();
-  float t = lane < kRowWarps ? red[lane] : 0.0f;
-  return warp_sum(t);
+  if (lane == 0) sh.sum[warp] = v;
+  __syncthreads();
+  double t = 0.0;
+  for (int w = 0; w < kRowWarps; ++w) t += sh.sum[w];
+  return t;
+}
+
+/// Called by every thread of the block for the 256 values at row offset `base`: this thread's value
+/// y (valid: inside the row) is quantized with the block's Q8_K scale. Writes q[i], the f16 copy
+/// y16[i] (the dequantized d * q when f16_q8, else y itself) and the {d, d * sum} of each group.
+__device__ __forceinline__ void emit_q8k(float y, bool valid, int64_t base, int64_t n, __half* y16,
+                                         bool f16_q8, int8_t* q, float* ds, RowShared& sh) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t i = base + threadIdx.x;
+  // Largest |y| in the warp, keeping its sign and the first index on ties.
+  float a = valid ? fabsf(y) : -1.0f, v = y;
+  int ix = threadIdx.x;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float a2 = __shfl_xor_sync(kFullMask, a, o), v2 = __shfl_xor_sync(kFullMask, v, o);
+    const int ix2 = __shfl_xor_sync(kFullMask, ix, o);
+    if (a2 > a || (a2 == a && ix2 < ix)) {
+      a = a2;
+      v = v2;
+      ix = ix2;
+    }
+  }
+  __syncthreads();  // the previous block's readers are done with sh
+  if (lane == 0) {
+    sh.amax[warp] = a;
+    sh.max[warp] = v;
+  }
+  __syncthreads();
+  float amax = sh.amax[0], max = sh.max[0];
+  for (int w = 1; w < kRowWarps; ++w) {  // warps hold increasing indices: strict > keeps the first
+    if (sh.amax[w] > amax) {
+      amax = sh.amax[w];
+      max = sh.max[w];
+    }
+  }
+  int qi = 0;
+  float d = 0.0f;
+  if (amax > 0.0f) {
+    const float iscale = -127.0f / max;
+    qi = min(127, __float2int_rn(iscale * y));
+    d = 1.0f / iscale;
+  }
+  if (!valid) qi = 0;
+  const int s = warp_sum_int(qi);
+  if (valid) {
+    q[i] = static_cast<int8_t>(qi);
+    if (y16) y16[i] = __float2half_rn(f16_q8 ? d * static_cast<float>(qi) : y);
+    if (lane == 0) {
+      ds[2 * (i / 32)] = d;
+      ds[2 * (i / 32) + 1] = d * static_cast<float>(s);
+    }
+  }
 }
 
 __global__ void __launch_bounds__(kRowThreads)
     add_rmsnorm_quant_kernel(float* x, const float* add, bool write_back, const float* w, float eps,
-                             int64_t n, const int32_t* gather, __half* y16, int8_t* q, float* ds) {
-  __shared__ float red[kRowWarps];
+                             int64_t n, const int32_t* gather, __half* y16, bool f16_q8, int8_t* q,
+                             float* ds) {
+  __shared__ RowShared sh;
   const int64_t j = blockIdx.x;
   const int64_t src = gather ? gather[j] : j;
   float* xr = x + src * n;
   const float* ar = add ? add + src * n : nullptr;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n_groups = n / 32;
-  // Pass 1: residual add and sum of squares.
-  float ss = 0.0f;
-  for (int64_t g = warp; g < n_groups; g += kRowWarps) {
-    const int64_t i = g * 32 + lane;
+  // Pass 1: residual add and the sum of squares, in double as cpu::rmsnorm.
+  double ss = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kRowThreads) {
     float v = xr[i];
     if (ar) {
       v += ar[i];
       if (write_back) xr[i] = v;
     }
-    ss += v * v;
+    ss += static_cast<double>(v) * v;
   }
-  const float mean = block_sum(ss, red) / static_cast<float>(n);
+  const float mean = static_cast<float>(block_sum(ss, sh) / static_cast<double>(n));
   const float scale = 1.0f / sqrtf(mean + eps);
-  // Pass 2: scale, weight, write f16 and int8 (this thread's own values from pass 1).
-  for (int64_t g = warp; g < n_groups; g += kRowWarps) {
-    const int64_t i = g * 32 + lane;
-    float v = xr[i];
-    if (ar && !write_back) v += ar[i];
-    const float y = (v * scale) * w[i];
-    if (y16) y16[j * n + i] = __float2half_rn(y);
-    quantize_group32(y, lane, q + j * n + g * 32, ds + 2 * (j * n_groups + g));
+  // Pass 2: y = (v * scale) * w, quantized (this thread's own values from pass 1).
+  for (int64_t base = 0; base < n; base += kRowThreads) {
+    const int64_t i = base + threadIdx.x;
+    const bool valid = i < n;
+    float y = 0.0f;
+    if (valid) {
+      float v = xr[i];
+      if (ar && !write_back) v += ar[i];
+      y = (v * scale) * w[i];
+    }
+    emit_q8k(y, valid, base, n, y16 ? y16 + j * n : nullptr, f16_q8, q + j * n, ds + j * (n / 16), sh);
   }
 }
 
 __global__ void __launch_bounds__(kRowThreads)
-    quantize_rows_kernel(const float* x, const float* up, int64_t n, __half* y16, int8_t* q, float* ds) {
+    quantize_rows_kernel(const float* x, const float* up, int64_t n, __half* y16, bool f16_q8, int8_t* q,
+                         float* ds) {
   // up == nullptr: plain quantization of x; else SwiGLU silu(x) * up first (cpu::silu_mul).
+  __shared__ RowShared sh;
   const int64_t j = blockIdx.x;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n_groups = n / 32;
-  for (int64_t g = warp; g < n_groups; g += kRowWarps) {
-    const int64_t i = j * n + g * 32 + lane;
-    float y = x[i];
-    if (up) y = y / (1.0f + expf(-y)) * up[i];
-    if (y16) y16[i] = __float2half_rn(y);
-    quantize_group32(y, lane, q + j * n + g * 32, ds + 2 * (j * n_groups + g));
+  for (int64_t base = 0; base < n; base += kRowThreads) {
+    const int64_t i = base + threadIdx.x;
+    const bool valid = i < n;
+    float y = 0.0f;
+    if (valid) {
+      y = x[j * n + i];
+      if (up) y = y / (1.0f + expf(-y)) * up[j * n + i];
+    }
+    emit_q8k(y, valid, base, n, y16 ? y16 + j * n : nullptr, f16_q8, q + j * n, ds + j * (n / 16), sh);
   }
 }
 
@@ -223,27 +294,27 @@ void dequant_rows(WType type, const void* w, int64_t row_bytes, int64_t n_in, co
 }
 
 void add_rmsnorm_quant(float* x, const float* add, bool write_back, const float* w, float eps, int64_t n_rows,
-                       int64_t n, const int32_t* gather, uint16_t* y16, int8_t* q, float* ds,
+                       int64_t n, const int32_t* gather, uint16_t* y16, bool f16_q8, int8_t* q, float* ds,
                        cudaStream_t stream) {
   if (n_rows <= 0) return;
   add_rmsnorm_quant_kernel<<<static_cast<unsigned>(n_rows), kRowThreads, 0, stream>>>(
-      x, add, write_back, w, eps, n, gather, reinterpret_cast<__half*>(y16), q, ds);
+      x, add, write_back, w, eps, n, gather, reinterpret_cast<__half*>(y16), f16_q8, q, ds);
   DLLM_CHECK_LAUNCH("add_rmsnorm_quant_kernel");
 }
 
-void quantize_rows(const float* x, int64_t n_rows, int64_t n, uint16_t* y16, int8_t* q, float* ds,
-                   cudaStream_t stream) {
+void quantize_rows(const float* x, int64_t n_rows, int64_t n, uint16_t* y16, bool f16_q8, int8_t* q,
+                   float* ds, cudaStream_t stream) {
   if (n_rows <= 0) return;
   quantize_rows_kernel<<<static_cast<unsigned>(n_rows), kRowThreads, 0, stream>>>(
-      x, nullptr, n, reinterpret_cast<__half*>(y16), q, ds);
+      x, nullptr, n, reinterpret_cast<__half*>(y16), f16_q8, q, ds);
   DLLM_CHECK_LAUNCH("quantize_rows_kernel");
 }
 
-void silu_mul_quant(const float* gate, const float* up, int64_t n_rows, int64_t n, uint16_t* y16, int8_t* q,
-                    float* ds, cudaStream_t stream) {
+void silu_mul_quant(const float* gate, const float* up, int64_t n_rows, int64_t n, uint16_t* y16, bool f16_q8,
+                    int8_t* q, float* ds, cudaStream_t stream) {
   if (n_rows <= 0) return;
   quantize_rows_kernel<<<static_cast<unsigned>(n_rows), kRowThreads, 0, stream>>>(
-      gate, up, n, reinterpret_cast<__half*>(y16), q, ds);
+      gate, up, n, reinterpret_cast<__half*>(y16), f16_q8, q, ds);
   DLLM_CHECK_LAUNCH("quantize_rows_kernel (silu_mul)");
 }
 
