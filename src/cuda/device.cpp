@@ -1,5 +1,6 @@
 // Finding a GPU through the CUDA runtime (probe_gpu and friends of device.h).
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <string>
@@ -13,10 +14,16 @@ GpuProbe probe_gpu() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
-    // cudaErrorNoDevice, cudaErrorInsufficientDriver (no or old driver), ...: say which.
-    probe.reason =
-        std::string("CUDA reports ") + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
-    cudaGetLastError();  // clear the sticky-free error state for later calls
+    // Without any driver the runtime says "driver version is insufficient"; name the real cause.
+    void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (driver == nullptr) {
+      probe.reason = "no NVIDIA driver is installed (libcuda.so.1 not found)";
+    } else {
+      dlclose(driver);
+      probe.reason =
+          std::string("CUDA reports ") + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
+    }
+    cudaGetLastError();  // clear the error state for later calls
     return probe;
   }
   if (count == 0) {
