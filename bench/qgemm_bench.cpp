@@ -24,6 +24,7 @@
 #include <time.h>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -304,6 +305,10 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("machine", run_command("lscpu | sed -n 's/^Model name: *//p'"));
   benchmark::AddCustomContext("commit", run_command("git -C '" + root.string() + "' rev-parse HEAD"));
   benchmark::AddCustomContext("command", command);
+  // Spinning OpenMP threads count as CPU time; passive waiting keeps the per-thread rate honest on a
+  // shared machine, so the policy belongs with the figures.
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait_policy ? wait_policy : "(unset)");
 
   const Shape shapes[] = {
       {"4096x4096_Q4_K", GgmlType::Q4_K, 4096, 4096},      // attn_q, attn_k, attn_v, attn_output
