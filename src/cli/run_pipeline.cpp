@@ -44,7 +44,7 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
   p.threshold = o.threshold;
   p.shift_logits = cfg.shift_logits;
   p.early_stop = !o.no_early_stop;
-  p.n_threads = o.compute.threads;
+  p.n_threads = report.threads;  // the forward pass's count (physical cores when --threads is 0)
   p.mask_id = tok.mask_id();
   if (p.mask_id < 0) {
     throw Error("model has no mask token (tokenizer.ggml.mask_token_id missing): not a diffusion model GGUF");
