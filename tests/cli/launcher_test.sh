@@ -12,6 +12,8 @@ LLADA="$SHARED/reference/tiny-llada-q4km.gguf"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 export HF_HUB_CACHE="$TMP/hf-cache"  # an empty cache: nothing is downloaded or found
+export XDG_CACHE_HOME="$TMP/xdg"     # the verified-files memo stays out of the real home
+unset HF_HUB_OFFLINE HF_ENDPOINT
 failures=0
 
 # expect CODE NEEDLE -- ARGS...: runs ./dllm ARGS with stdin from /dev/null; checks the exit code and
