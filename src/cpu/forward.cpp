@@ -81,6 +81,7 @@ struct CpuForward::Impl {
   const model::Model& model;
   model::ModelConfig c;
   int64_t max_tokens = 0;
+  int max_batch = 1;
   int n_threads = 1;
   Isa isa = Isa::kScalar;
 
@@ -91,7 +92,7 @@ struct CpuForward::Impl {
   std::unique_ptr<Matrix> output;
   RopeTable rope_table;
 
-  // Activation buffers, all sized for max_tokens rows (row-major, one row per token).
+  // Activation buffers, all sized for max_batch x max_tokens rows (row-major, one row per token).
   std::vector<float> x;         ///< residual stream, n_embd
   std::vector<float> xn;        ///< normalized input of a projection, n_embd
   std::vector<float> q, k, v;   ///< n_head * hd, n_head_kv * hd, n_head_kv * hd
@@ -106,6 +107,9 @@ struct CpuForward::Impl {
     if (opt.max_tokens <= 0)
       throw Error("max_tokens must be positive (got " + std::to_string(opt.max_tokens) + ")");
     max_tokens = opt.max_tokens;
+    if (opt.max_batch < 1)
+      throw Error("max_batch must be positive (got " + std::to_string(opt.max_batch) + ")");
+    max_batch = opt.max_batch;
     n_threads = opt.n_threads > 0 ? opt.n_threads : physical_core_count();
     isa = opt.isa ? *opt.isa : choose_isa("");
     if (opt.rope_mode) c.rope_mode = *opt.rope_mode;
@@ -138,7 +142,7 @@ struct CpuForward::Impl {
 
     rope_table = RopeTable(c.head_dim, max_tokens, c.rope_freq_base);
 
-    const auto L = static_cast<size_t>(max_tokens);
+    const auto L = static_cast<size_t>(max_tokens) * static_cast<size_t>(max_batch);  // activation rows
     const auto n_q = static_cast<size_t>(c.n_head * c.head_dim);
     const auto n_kv = static_cast<size_t>(c.n_head_kv * c.head_dim);
     x.resize(L * c.n_embd);
@@ -150,7 +154,7 @@ struct CpuForward::Impl {
     proj.resize(L * c.n_embd);
     gate.resize(L * c.n_ff);
     up.resize(L * c.n_ff);
-    scores.resize(static_cast<size_t>(n_threads) * L);
+    scores.resize(static_cast<size_t>(n_threads) * static_cast<size_t>(max_tokens));
     // A Q4_K / Q6_K matrix's n_in is a multiple of 256 by its block geometry, so these divide.
     if (q8_embd_used || q8_head_used) q8_embd.resize(L * (c.n_embd / quant::kQK_K));
     if (q8_att_used) q8_att.resize(L * (n_q / quant::kQK_K));
@@ -195,37 +199,104 @@ struct CpuForward::Impl {
     return a;
   }
 
-  void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits) {
-    const auto n = static_cast<int64_t>(tokens.size());
+  void check_tokens(std::span<const int32_t> tokens, int64_t n) const {
     if (n <= 0 || n > max_tokens) {
       throw Error("forward: " + std::to_string(n) + " tokens, expected 1.." + std::to_string(max_tokens) +
                   " (max_tokens)");
     }
     const int64_t n_vocab_embd = model.n_vocab_embd();
-    for (int64_t t = 0; t < n; ++t) {
+    for (size_t t = 0; t < tokens.size(); ++t) {
       if (tokens[t] < 0 || tokens[t] >= n_vocab_embd) {
-        throw Error("token id " + std::to_string(tokens[t]) + " at position " + std::to_string(t) +
+        throw Error("token id " + std::to_string(tokens[t]) + " at position " + std::to_string(t % n) +
                     " is outside the vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
       }
     }
+  }
+
+  void check_rows(std::span<const int32_t> rows, int64_t begin, int64_t end) const {
     if (static_cast<int64_t>(rows.size()) > max_tokens) {
       throw Error("forward: " + std::to_string(rows.size()) + " logits rows requested, at most " +
                   std::to_string(max_tokens));
     }
     for (const int32_t r : rows) {
-      if (r < 0 || r >= n) {
-        throw Error("logits row " + std::to_string(r) + " is outside the sequence [0, " + std::to_string(n) +
-                    ")");
+      if (r < begin || r >= end) {
+        throw Error("logits row " + std::to_string(r) + " is outside the " +
+                    (begin == 0 ? std::string("sequence") : std::string("window")) + " [" +
+                    std::to_string(begin) + ", " + std::to_string(end) + ")");
       }
     }
+  }
 
+  void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits) {
+    const auto n = static_cast<int64_t>(tokens.size());
+    check_tokens(tokens, n);
+    check_rows(rows, 0, n);
+    run(tokens, 1, n, 0, n, rows, logits, nullptr, false);
+  }
+
+  void forward_batch(std::span<const int32_t> tokens, int64_t n_seq, std::span<const int32_t> rows,
+                     float* logits) {
+    if (n_seq < 1 || n_seq > max_batch) {
+      throw Error("forward_batch: " + std::to_string(n_seq) + " sequences, expected 1.." +
+                  std::to_string(max_batch) + " (max_batch)");
+    }
+    if (tokens.size() % static_cast<size_t>(n_seq) != 0) {
+      throw Error("forward_batch: " + std::to_string(tokens.size()) + " tokens do not split into " +
+                  std::to_string(n_seq) + " sequences of one length");
+    }
+    const auto n = static_cast<int64_t>(tokens.size()) / n_seq;
+    check_tokens(tokens, n);
+    check_rows(rows, 0, n);
+    run(tokens, n_seq, n, 0, n, rows, logits, nullptr, false);
+  }
+
+  void forward_window(std::span<const int32_t> tokens, int64_t wb, int64_t we, std::span<const int32_t> rows,
+                      float* logits, KvCache& cache, bool refresh) {
+    const auto n = static_cast<int64_t>(tokens.size());
+    check_tokens(tokens, n);
+    const auto n_kv = static_cast<size_t>(c.n_head_kv * c.head_dim);
+    if (refresh) {
+      check_rows(rows, 0, n);
+      const size_t need = layers.size() * static_cast<size_t>(max_tokens) * n_kv;
+      if (cache.k.size() != need) {
+        cache.k.assign(need, 0.0f);
+        cache.v.assign(need, 0.0f);
+      }
+      cache.n_tokens = 0;  // not valid until the refresh completes
+      run(tokens, 1, n, 0, n, rows, logits, &cache, true);
+      cache.n_tokens = n;
+      return;
+    }
+    if (cache.n_tokens != n) {
+      throw Error("forward_window: the KV cache holds " + std::to_string(cache.n_tokens) +
+                  " positions, the canvas has " + std::to_string(n) + ": run a refresh step first");
+    }
+    if (wb < 0 || we > n || wb >= we) {
+      throw Error("forward_window: window [" + std::to_string(wb) + ", " + std::to_string(we) +
+                  ") is empty or outside the canvas [0, " + std::to_string(n) + ")");
+    }
+    check_rows(rows, wb, we);
+    run(tokens, 1, n, wb, we, rows, logits, &cache, false);
+  }
+
+  /// The layers over positions [wb, we) of n_seq sequences of n tokens (inputs already checked).
+  /// Activation row s * m + i is position wb + i of sequence s (m = we - wb). cache == nullptr:
+  /// wb = 0, we = n, attention over the fresh K/V of the sequence. refresh: also store K/V of all n
+  /// positions. Cached step: fresh window K/V replace the cache slots; attention reads the cache.
+  void run(std::span<const int32_t> tokens, int64_t n_seq, int64_t n, int64_t wb, int64_t we,
+           std::span<const int32_t> rows, float* logits, KvCache* cache, bool refresh) {
     const int64_t d = c.n_embd, hd = c.head_dim;
     const int64_t n_q = c.n_head * hd, n_kv = c.n_head_kv * hd;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const int64_t m = we - wb;        // positions computed per sequence
+    const int64_t n_act = n_seq * m;  // activation rows
+    const bool cached_step = cache != nullptr && !refresh;
+    const size_t layer_kv = static_cast<size_t>(max_tokens) * static_cast<size_t>(n_kv);
 
     // Token embeddings.
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t t = 0; t < n; ++t) model.dequantize_row(model.token_embd(), tokens[t], &x[t * d]);
+    for (int64_t r = 0; r < n_act; ++r)
+      model.dequantize_row(model.token_embd(), tokens[(r / m) * n + wb + r % m], &x[r * d]);
 
     for (size_t il = 0; il < layers.size(); ++il) {
       const LayerMatrices& lm = layers[il];
@@ -233,52 +304,69 @@ struct CpuForward::Impl {
 
       // Attention block.
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t t = 0; t < n; ++t) rmsnorm(&x[t * d], lw.attn_norm.data(), &xn[t * d], d, c.rms_eps);
-      const Activations a_in = activations(xn.data(), n, d, q8_embd, q8_embd_used);
+      for (int64_t r = 0; r < n_act; ++r) rmsnorm(&x[r * d], lw.attn_norm.data(), &xn[r * d], d, c.rms_eps);
+      const Activations a_in = activations(xn.data(), n_act, d, q8_embd, q8_embd_used);
       matmul(std::array<MatmulJob, 3>{MatmulJob{lm.q.get(), &a_in, q.data(), n_q},
                                       MatmulJob{lm.k.get(), &a_in, k.data(), n_kv},
                                       MatmulJob{lm.v.get(), &a_in, v.data(), n_kv}});
       const bool bias = !lw.attn_q_bias.empty();
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t t = 0; t < n; ++t) {
-        float* qt = &q[t * n_q];
-        float* kt = &k[t * n_kv];
+      for (int64_t r = 0; r < n_act; ++r) {
+        const int64_t pos = wb + r % m;
+        float* qt = &q[r * n_q];
+        float* kt = &k[r * n_kv];
         if (bias) {
           add_inplace(qt, lw.attn_q_bias.data(), n_q);
           add_inplace(kt, lw.attn_k_bias.data(), n_kv);
-          add_inplace(&v[t * n_kv], lw.attn_v_bias.data(), n_kv);
+          add_inplace(&v[r * n_kv], lw.attn_v_bias.data(), n_kv);
         }
-        rope(qt, c.n_head, hd, rope_table.cos(t), rope_table.sin(t), c.rope_mode);
-        rope(kt, c.n_head_kv, hd, rope_table.cos(t), rope_table.sin(t), c.rope_mode);
+        rope(qt, c.n_head, hd, rope_table.cos(pos), rope_table.sin(pos), c.rope_mode);
+        rope(kt, c.n_head_kv, hd, rope_table.cos(pos), rope_table.sin(pos), c.rope_mode);
       }
-      attention(q.data(), k.data(), v.data(), n, c.n_head, c.n_head_kv, hd, scale, att.data(), scores.data(),
-                max_tokens, n_threads);
-      const Activations a_att = activations(att.data(), n, n_q, q8_att, lm.o->wants_q8k());
+      if (cache != nullptr) {
+        // Refresh: every position's K/V (m == n); cached step: the window's fresh K/V replace their
+        // slots (Fast-dLLM's replace_position), the rest stay as the last refresh left them.
+        float* ck = cache->k.data() + il * layer_kv + wb * n_kv;
+        float* cv = cache->v.data() + il * layer_kv + wb * n_kv;
+        std::copy(k.begin(), k.begin() + m * n_kv, ck);
+        std::copy(v.begin(), v.begin() + m * n_kv, cv);
+      }
+      for (int64_t s = 0; s < n_seq; ++s) {
+        const float* ks = cached_step ? cache->k.data() + il * layer_kv : &k[s * m * n_kv];
+        const float* vs = cached_step ? cache->v.data() + il * layer_kv : &v[s * m * n_kv];
+        attention_queries(&q[s * m * n_q], m, ks, vs, n, c.n_head, c.n_head_kv, hd, scale, &att[s * m * n_q],
+                          scores.data(), max_tokens, n_threads);
+      }
+      const Activations a_att = activations(att.data(), n_act, n_q, q8_att, lm.o->wants_q8k());
       matmul(std::array<MatmulJob, 1>{MatmulJob{lm.o.get(), &a_att, proj.data(), d}});
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t t = 0; t < n; ++t) add_inplace(&x[t * d], &proj[t * d], d);
+      for (int64_t r = 0; r < n_act; ++r) add_inplace(&x[r * d], &proj[r * d], d);
 
         // Feed-forward block.
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t t = 0; t < n; ++t) rmsnorm(&x[t * d], lw.ffn_norm.data(), &xn[t * d], d, c.rms_eps);
-      const Activations f_in = activations(xn.data(), n, d, q8_embd, q8_embd_used);
+      for (int64_t r = 0; r < n_act; ++r) rmsnorm(&x[r * d], lw.ffn_norm.data(), &xn[r * d], d, c.rms_eps);
+      const Activations f_in = activations(xn.data(), n_act, d, q8_embd, q8_embd_used);
       matmul(std::array<MatmulJob, 2>{MatmulJob{lm.gate.get(), &f_in, gate.data(), c.n_ff},
                                       MatmulJob{lm.up.get(), &f_in, up.data(), c.n_ff}});
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t t = 0; t < n; ++t) silu_mul(&gate[t * c.n_ff], &up[t * c.n_ff], &gate[t * c.n_ff], c.n_ff);
-      const Activations f_act = activations(gate.data(), n, c.n_ff, q8_ff, lm.down->wants_q8k());
+      for (int64_t r = 0; r < n_act; ++r)
+        silu_mul(&gate[r * c.n_ff], &up[r * c.n_ff], &gate[r * c.n_ff], c.n_ff);
+      const Activations f_act = activations(gate.data(), n_act, c.n_ff, q8_ff, lm.down->wants_q8k());
       matmul(std::array<MatmulJob, 1>{MatmulJob{lm.down.get(), &f_act, proj.data(), d}});
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t t = 0; t < n; ++t) add_inplace(&x[t * d], &proj[t * d], d);
+      for (int64_t r = 0; r < n_act; ++r) add_inplace(&x[r * d], &proj[r * d], d);
     }
 
-    // Final norm and LM head, only for the requested rows.
+    // Final norm and LM head, only for the requested rows (of every sequence).
     const auto n_rows = static_cast<int64_t>(rows.size());
     if (n_rows == 0) return;
+    const int64_t n_head_rows = n_seq * n_rows;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t j = 0; j < n_rows; ++j)
-      rmsnorm(&x[rows[j] * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
-    const Activations h_in = activations(xn.data(), n_rows, d, q8_embd, q8_head_used);
+    for (int64_t j = 0; j < n_head_rows; ++j) {
+      const int64_t r = (j / n_rows) * m + rows[j % n_rows] - wb;
+      rmsnorm(&x[r * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
+    }
+    const Activations h_in = activations(xn.data(), n_head_rows, d, q8_embd, q8_head_used);
     matmul(std::array<MatmulJob, 1>{MatmulJob{output.get(), &h_in, logits, output->n_out()}});
   }
 };
@@ -292,6 +380,16 @@ void CpuForward::forward(std::span<const int32_t> tokens, std::span<const int32_
   impl_->forward(tokens, rows, logits);
 }
 
+void CpuForward::forward_batch(std::span<const int32_t> tokens, int64_t n_seq, std::span<const int32_t> rows,
+                               float* logits) {
+  impl_->forward_batch(tokens, n_seq, rows, logits);
+}
+
+void CpuForward::forward_window(std::span<const int32_t> tokens, int64_t window_begin, int64_t window_end,
+                                std::span<const int32_t> rows, float* logits, KvCache& cache, bool refresh) {
+  impl_->forward_window(tokens, window_begin, window_end, rows, logits, cache, refresh);
+}
+
 int64_t CpuForward::n_vocab() const {
   return impl_->output->n_out();
 }
@@ -300,6 +398,12 @@ int CpuForward::n_threads() const {
 }
 int64_t CpuForward::max_tokens() const {
   return impl_->max_tokens;
+}
+Isa CpuForward::isa() const {
+  return impl_->isa;
+}
+int CpuForward::max_batch() const {
+  return impl_->max_batch;
 }
 
 }  // namespace dllm::cpu

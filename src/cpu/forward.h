@@ -1,12 +1,16 @@
 // The bidirectional transformer forward pass on the CPU: prompt + canvas tokens in, logits for the
-// requested rows out. No causal mask, no KV cache across calls. No allocation inside forward():
-// every buffer is sized in the constructor for `max_tokens`.
+// requested rows out. No causal mask. No allocation inside forward(): every buffer is sized in the
+// constructor for `max_batch` sequences of `max_tokens`. forward_window() adds Fast-dLLM's
+// approximate KV cache (a step recomputes only a window of positions; the others' K/V come from the
+// last refresh), forward_batch() runs several canvases of one length through the matmuls together
+// (classifier-free guidance).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "cpu/matmul.h"
 #include "model/config.h"
@@ -26,6 +30,22 @@ struct ForwardOptions {
   /// Diagnostics only: forces a RoPE pairing instead of the architecture's (tests use it to show
   /// that a convention error is caught by the reference-logits comparison). nullopt: the model's.
   std::optional<model::RopeMode> rope_mode;
+  /// Sequences forward_batch() may run together (classifier-free guidance needs 2). Buffers scale
+  /// with max_batch x max_tokens.
+  int max_batch = 1;
+};
+
+/// Per-layer K and V of every position of one canvas, as the last refresh step of
+/// CpuForward::forward_window computed them (Fast-dLLM's KV cache, NVlabs/Fast-dLLM
+/// llada/generate.py generate_with_prefix_cache / generate_with_dual_cache). f32 (so a step that
+/// changed nothing reproduces the full forward bit for bit): k and v each hold
+/// n_layer x max_tokens x (n_head_kv * head_dim) floats, layer-major, one row per position, K after
+/// bias and RoPE, V after bias. Memory: 2 x n_layer x max_tokens x n_head_kv x head_dim x 4 bytes
+/// (LLaDA-8B, 512 positions: 1 GiB). Sized on the first refresh; one cache per canvas.
+struct KvCache {
+  int64_t n_tokens = 0;  ///< canvas length at the last refresh; 0 = never refreshed
+  std::vector<float> k, v;
+  size_t bytes() const { return (k.size() + v.size()) * sizeof(float); }
 };
 
 /// Physical cores this process may run on: distinct (package, core) pairs among the CPUs of its
@@ -47,6 +67,28 @@ class CpuForward {
   /// outside [0, n), or rows.size() > max_tokens. Not reentrant: one forward() at a time per object.
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits);
 
+  /// forward() over n_seq sequences of one length n: tokens holds them one after another
+  /// (n_seq x n), rows are positions within a sequence and apply to each, and logits receives
+  /// n_seq x rows.size() x n_vocab (sequence-major). The projections and the FFN run over all
+  /// n_seq x n rows in one matmul (one pass over the weights); attention stays within a sequence.
+  /// Each sequence's logits are bit-identical to forward() of that sequence alone. Throws
+  /// dllm::Error as forward(), and when n_seq is not in [1, max_batch] or tokens.size() is not a
+  /// multiple of n_seq.
+  void forward_batch(std::span<const int32_t> tokens, int64_t n_seq, std::span<const int32_t> rows,
+                     float* logits);
+
+  /// Fast-dLLM's cached step. refresh = true: the full forward() (window ignored) that also stores
+  /// every layer's K and V of every position in `cache`. refresh = false: only the positions
+  /// [window_begin, window_end) run through the layers; their fresh K/V replace the cache's slots and
+  /// their attention reads every position's K/V from the cache, so positions outside the window
+  /// contribute what they were at the last refresh (stale if any token changed since: approximate).
+  /// Tokens outside the window are not read. rows must lie in the window. With the prefix cache the
+  /// window is [block start, n); with the dual cache it is the block. Throws dllm::Error as forward(),
+  /// and when the window is empty or outside [0, n), a row is outside the window, or the cache was
+  /// not refreshed for a canvas of this length.
+  void forward_window(std::span<const int32_t> tokens, int64_t window_begin, int64_t window_end,
+                      std::span<const int32_t> rows, float* logits, KvCache& cache, bool refresh);
+
   int64_t n_vocab() const;
   /// Threads forward() runs on (ForwardOptions::n_threads resolved).
   int n_threads() const;
@@ -54,6 +96,8 @@ class CpuForward {
   Isa isa() const;
   /// ForwardOptions::max_tokens.
   int64_t max_tokens() const;
+  /// ForwardOptions::max_batch.
+  int max_batch() const;
 
  private:
   struct Impl;

@@ -78,19 +78,26 @@ void attention_row(const float* q, const float* k, int64_t k_stride, const float
   }
 }
 
-void attention(const float* q, const float* k, const float* v, int64_t n, int64_t n_head, int64_t n_head_kv,
-               int64_t head_dim, float scale, float* out, float* scratch, int64_t scratch_stride,
-               int n_threads) {
+void attention_queries(const float* q, int64_t n_q, const float* k, const float* v, int64_t n_kv,
+                       int64_t n_head, int64_t n_head_kv, int64_t head_dim, float scale, float* out,
+                       float* scratch, int64_t scratch_stride, int n_threads) {
   const int64_t group = n_head / n_head_kv;
   const int64_t q_stride = n_head * head_dim, kv_stride = n_head_kv * head_dim;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(n_threads)
-  for (int64_t item = 0; item < n_head * n; ++item) {
-    const int64_t h = item / n, t = item % n;
+  for (int64_t item = 0; item < n_head * n_q; ++item) {
+    const int64_t h = item / n_q, t = item % n_q;
     const int64_t kvh = h / group;
     float* scores = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_stride;
     attention_row(q + t * q_stride + h * head_dim, k + kvh * head_dim, kv_stride, v + kvh * head_dim,
-                  kv_stride, n, head_dim, scale, scores, out + t * q_stride + h * head_dim);
+                  kv_stride, n_kv, head_dim, scale, scores, out + t * q_stride + h * head_dim);
   }
+}
+
+void attention(const float* q, const float* k, const float* v, int64_t n, int64_t n_head, int64_t n_head_kv,
+               int64_t head_dim, float scale, float* out, float* scratch, int64_t scratch_stride,
+               int n_threads) {
+  attention_queries(q, n, k, v, n, n_head, n_head_kv, head_dim, scale, out, scratch, scratch_stride,
+                    n_threads);
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {

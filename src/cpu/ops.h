@@ -55,6 +55,15 @@ void attention(const float* q, const float* k, const float* v, int64_t n, int64_
                int64_t head_dim, float scale, float* out, float* scratch, int64_t scratch_stride,
                int n_threads);
 
+/// Attention of n_q query rows over n_kv key/value rows (no mask), GQA as attention(): the query rows
+/// are any subset of positions (e.g. a cached step's window) and k/v hold every position's K and V.
+/// q, out: n_q x (n_head * head_dim) row-major; k, v: n_kv x (n_head_kv * head_dim). scratch:
+/// n_threads rows of scratch_stride >= n_kv floats. Query row t is computed by one attention_row call
+/// exactly as attention() computes it, so the same q row and k/v give the same output bits.
+void attention_queries(const float* q, int64_t n_q, const float* k, const float* v, int64_t n_kv,
+                       int64_t n_head, int64_t n_head_kv, int64_t head_dim, float scale, float* out,
+                       float* scratch, int64_t scratch_stride, int n_threads);
+
 /// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may alias gate or up.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
