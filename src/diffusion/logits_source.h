@@ -3,6 +3,7 @@
 // and the CLI adapts the CPU (later CUDA) forward pass to it. Not a model: no shift, no masking here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -22,6 +23,28 @@ class LogitsSource {
   /// canvas.size()), in increasing order. The sampler applies the Dream logit shift itself by asking
   /// for row i-1. May throw dllm::Error; the sampler lets it propagate.
   virtual void logits(std::span<const int32_t> canvas, std::span<const int32_t> rows, float* out) = 0;
+
+  /// Fast-dLLM's cached step (--cache prefix|dual): refresh = true runs the full forward and stores
+  /// every position's per-layer K/V; refresh = false recomputes only the positions
+  /// [window_begin, window_end) against the stored K/V of the others, so its logits are approximate
+  /// whenever a token changed since the refresh. rows lie in the window (refresh: in the canvas).
+  /// The default ignores the cache and calls logits() (exact): a source without a cache.
+  virtual void logits_cached(std::span<const int32_t> canvas, std::span<const int32_t> rows,
+                             int64_t window_begin, int64_t window_end, bool refresh, float* out) {
+    (void)window_begin;
+    (void)window_end;
+    (void)refresh;
+    logits(canvas, rows, out);
+  }
+
+  /// logits() for n canvases of one length (classifier-free guidance: the canvas and its
+  /// prompt-masked copy), into out = n x rows.size() x n_vocab (canvas-major). A backend overrides it
+  /// to run them through one forward pass; the default calls logits() once per canvas.
+  virtual void logits_batch(std::span<const std::span<const int32_t>> canvases, std::span<const int32_t> rows,
+                            float* out) {
+    for (size_t i = 0; i < canvases.size(); ++i)
+      logits(canvases[i], rows, out + i * rows.size() * static_cast<size_t>(n_vocab()));
+  }
 };
 
 }  // namespace dllm::diffusion

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -151,6 +152,14 @@ class Run {
     return v;
   }
 
+  /// Sets the block the next steps work on: with a cache, the first forward pass of a new block is a
+  /// refresh and the later ones run the window of this block (CacheMode).
+  void enter_block(int64_t block, int64_t begin, int64_t end) {
+    block_ = block;
+    block_begin_ = begin;
+    block_end_ = end;
+  }
+
   /// One forward pass; afterwards row_logits(j) is the logits row used for positions[j] (shifted to
   /// the model's row pos-1 when shift_logits; position 0 uses row 0).
   void fetch_logits(const std::vector<int32_t>& positions) {
@@ -164,8 +173,37 @@ class Run {
     const size_t need = rows_.size() * static_cast<size_t>(n_vocab_);
     if (logits_.size() < need) logits_.resize(need);
     const auto t0 = Clock::now();
-    model_.logits(canvas_, rows_, logits_.data());
+    cache_refresh_ = false;
+    if (p_.cfg_scale > 0) {
+      guided_logits(need);
+    } else if (p_.cache != CacheMode::kNone) {
+      // Fast-dLLM: a full forward (refresh) at each block's first step, then the window. The Dream
+      // shift reads row begin-1 for the block's first position, so the window starts there.
+      cache_refresh_ = block_ != cached_block_;
+      const int64_t n = static_cast<int64_t>(canvas_.size());
+      const int64_t wb = std::max<int64_t>(0, block_begin_ - (p_.shift_logits ? 1 : 0));
+      const int64_t we = p_.cache == CacheMode::kDual ? block_end_ : n;
+      model_.logits_cached(canvas_, rows_, wb, we, cache_refresh_, logits_.data());
+      cached_block_ = block_;
+    } else {
+      model_.logits(canvas_, rows_, logits_.data());
+    }
     forward_ms_ = ms_since(t0);
+  }
+
+  /// generate.py l.79-87: un_x = x with every prompt position set to mask_id; both canvases in one
+  /// batch; logits = un + (cfg_scale + 1) * (cond - un), here in f32.
+  void guided_logits(size_t need) {
+    un_canvas_.assign(canvas_.begin(), canvas_.end());
+    std::fill(un_canvas_.begin(), un_canvas_.begin() + prompt_len_, p_.mask_id);
+    if (pair_.size() < 2 * need) pair_.resize(2 * need);
+    const std::array<std::span<const int32_t>, 2> canvases{std::span<const int32_t>(canvas_),
+                                                           std::span<const int32_t>(un_canvas_)};
+    model_.logits_batch(canvases, rows_, pair_.data());
+    const float w = static_cast<float>(p_.cfg_scale + 1.0);
+    const float* cond = pair_.data();
+    const float* un = pair_.data() + need;
+    for (size_t i = 0; i < need; ++i) logits_[i] = un[i] + w * (cond[i] - un[i]);
   }
 
   std::span<const float> row_logits(size_t j) const {
@@ -267,6 +305,7 @@ class Run {
     info.masks_left = masks_left_;
     info.forward_ms = forward_ms_;
     info.sample_ms = std::max(0.0, ms_since(t_step) - forward_ms_);
+    info.cache_refresh = cache_refresh_;
     info.canvas = canvas_;
     info.stable_answer_len = j - prompt_len_;
     info.answer_final = final;
@@ -296,6 +335,7 @@ class Run {
     int64_t rng_step = 0;
     for (int64_t b = 0; b < nb && !done_; ++b) {
       const int64_t begin = prompt_len_ + b * bl, end = begin + bl;
+      enter_block(b, begin, end);
       if (p_.threshold) {
         while (!done_ && !masked_in(begin, end).empty()) llada_step(b, begin, end, 0, rng_step++);
         continue;
@@ -331,6 +371,7 @@ class Run {
       int64_t rng_step = 0;
       for (int64_t begin = prompt_len_, b = 0; begin < n && !done_; begin += bl, ++b) {
         const int64_t end = std::min(n, begin + bl);
+        enter_block(b, begin, end);
         for (;;) {
           if (done_) break;
           const auto positions = masked_in(begin, end);
@@ -344,6 +385,7 @@ class Run {
       return;
     }
     const std::vector<float> ts = dream_timesteps(p_.steps, p_.eps);
+    enter_block(0, prompt_len_, n);  // one block: the whole answer (a cache reuses the prompt's K/V)
     for (int64_t i = 0; i < p_.steps && !done_ && masks_left_ > 0; ++i) {
       const auto t0 = Clock::now();
       auto positions = masked_in(prompt_len_, n);
@@ -384,6 +426,11 @@ class Run {
   std::vector<float> logits_;
   std::vector<int32_t> rows_;
   std::vector<size_t> row_of_;
+  std::vector<int32_t> un_canvas_;  ///< CFG: the canvas with the prompt masked
+  std::vector<float> pair_;         ///< CFG: cond and uncond logits, 2 x rows x n_vocab
+  int64_t block_ = 0, block_begin_ = 0, block_end_ = 0;
+  int64_t cached_block_ = -1;  ///< block of the last cache refresh (-1: none yet)
+  bool cache_refresh_ = false;
   double forward_ms_ = 0;
   int64_t masks_left_ = 0;
   int64_t steps_run_ = 0;
@@ -403,6 +450,15 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
   if (p.threshold && !(*p.threshold >= 0.0 && *p.threshold <= 1.0))
     throw UsageError("threshold must be in [0, 1] (got " + std::to_string(*p.threshold) +
                      "); 0.9 is Fast-dLLM's default");
+  if (!(p.cfg_scale >= 0.0) || !std::isfinite(p.cfg_scale))
+    throw UsageError("cfg_scale must be >= 0 (got " + std::to_string(p.cfg_scale) +
+                     "); 0 turns guidance off");
+  if (p.cfg_scale > 0 && p.schedule == Schedule::kDream)
+    throw UsageError(
+        "cfg_scale applies to LLaDA models (generate.py); Dream's sampler has no classifier-free guidance");
+  if (p.cfg_scale > 0 && p.cache != CacheMode::kNone)
+    throw UsageError("cfg_scale cannot be combined with a KV cache (cache " +
+                     std::string(cache_mode_name(p.cache)) + "): use cache none");
   if (p.mask_id < 0 || p.mask_id >= n_vocab)
     throw Error("mask token id " + num(p.mask_id) + " is outside the model's " + num(n_vocab) +
                 " logit rows");

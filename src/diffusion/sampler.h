@@ -37,6 +37,22 @@ enum class DreamAlg {
   kEntropy,      ///< top-k by sum p log(p + 1e-10) (negative entropy: most certain first)
 };
 
+/// Fast-dLLM's approximate KV cache (NVlabs/Fast-dLLM llada/generate.py). Every block starts with a
+/// refresh step (the full forward, storing every position's K/V); the block's later steps recompute
+/// only a window: kPrefix [block start, canvas end) (generate_with_prefix_cache: the prompt and
+/// earlier blocks come from the cache), kDual [block start, block end) (generate_with_dual_cache:
+/// the masked suffix comes from the cache too). With the Dream logit shift the window starts one
+/// position earlier, so the row of the block's first position is computed (docs/sampling.md).
+enum class CacheMode {
+  kNone,
+  kPrefix,
+  kDual,
+};
+
+/// Parses "none" | "prefix" | "dual"; throws dllm::UsageError naming the valid values.
+CacheMode parse_cache_mode(const std::string& name);
+const char* cache_mode_name(CacheMode c);
+
 /// Parses "low_confidence" | "random"; throws dllm::UsageError naming the valid values.
 Remasking parse_remasking(const std::string& name);
 /// Parses "origin" | "maskgit_plus" | "topk_margin" | "entropy"; throws dllm::UsageError.
@@ -61,6 +77,12 @@ struct SamplerParams {
   /// Fast-dLLM threshold decoding: each step commits every masked position of the current block with
   /// confidence >= threshold, and at least the most confident one; runs until the block is full.
   std::optional<double> threshold;
+  /// LLaDA classifier-free guidance (generate.py l.79-87): > 0 runs a second canvas with every
+  /// prompt position set to mask_id and uses un + (cfg_scale + 1) * (cond - un) as the logits.
+  /// 0 = off. Not with Dream (its reference has no guidance) and not with a cache.
+  double cfg_scale = 0.0;
+  /// Fast-dLLM KV cache: approximate, opt-in (see CacheMode).
+  CacheMode cache = CacheMode::kNone;
   /// Dream: logits for position i are the model's row i-1 (row 0 for i = 0).
   bool shift_logits = false;
   bool early_stop = true;  ///< stop once the answer (up to its first end token) is final
@@ -84,7 +106,9 @@ struct StepInfo {
   int64_t masks_left = 0;              ///< masked positions after this step
   double forward_ms = 0;               ///< time in LogitsSource::logits
   double sample_ms = 0;                ///< time in the sampler's own work
-  std::span<const int32_t> canvas;     ///< the whole canvas after this step
+  /// With a cache: true when this step ran the full forward (refresh), false when it ran a window.
+  bool cache_refresh = false;
+  std::span<const int32_t> canvas;  ///< the whole canvas after this step
   /// Leading answer tokens that are final (committed, before any mask or end token): a streaming
   /// printer may print answer[0..stable_answer_len) now.
   int64_t stable_answer_len = 0;
@@ -115,7 +139,8 @@ struct GenerateResult {
 /// dllm::UsageError naming the valid choices: max_tokens <= 0, steps <= 0, block_length <= 0,
 /// LLaDA max_tokens not a multiple of block_length, LLaDA steps not a multiple of the block count,
 /// temperature/alg_temp < 0, top_p not in (0, 1], top_k < 0, eps not in (0, 1), threshold not in
-/// (0, 1]; dllm::Error when mask_id is outside [0, n_vocab) or no id is sampleable.
+/// (0, 1], cfg_scale < 0, cfg_scale > 0 with Dream or with a cache; dllm::Error when mask_id is outside [0,
+/// n_vocab) or no id is sampleable.
 std::vector<std::string> check_params(const SamplerParams& params, int64_t prompt_len, int64_t n_vocab);
 
 /// Runs the denoising loop: canvas = prompt + max_tokens masks, then steps until every position is

@@ -21,6 +21,25 @@ DreamAlg parse_dream_alg(const std::string& name) {
   throw UsageError("unknown alg '" + name + "' (valid: origin, maskgit_plus, topk_margin, entropy)");
 }
 
+CacheMode parse_cache_mode(const std::string& name) {
+  if (name == "none") return CacheMode::kNone;
+  if (name == "prefix") return CacheMode::kPrefix;
+  if (name == "dual") return CacheMode::kDual;
+  throw UsageError("unknown cache '" + name + "' (valid: none, prefix, dual)");
+}
+
+const char* cache_mode_name(CacheMode c) {
+  switch (c) {
+    case CacheMode::kNone:
+      return "none";
+    case CacheMode::kPrefix:
+      return "prefix";
+    case CacheMode::kDual:
+      return "dual";
+  }
+  return "?";
+}
+
 const char* remasking_name(Remasking r) {
   switch (r) {
     case Remasking::kLowConfidence:
