@@ -51,6 +51,15 @@ Command add_run_command(CLI::App& root) {
   sub->add_option("--threshold", o->threshold,
                   "Commit every masked token whose confidence exceeds this (Fast-dLLM parallel decoding)")
       ->check(real_number(0, 1, true));
+  sub->add_option("--cfg-scale", o->cfg_scale,
+                  "LLaDA: classifier-free guidance scale (0: off); a second pass with the prompt masked")
+      ->check(real_number(0, kInf))
+      ->capture_default_str();
+  sub->add_option(
+         "--cache", o->cache,
+         "Fast-dLLM KV cache: prefix or dual reuse other positions' K/V within a block (approximate)")
+      ->check(CLI::IsMember({"none", "prefix", "dual"}))
+      ->capture_default_str();
   CLI::Option* system = sub->add_option("--system", o->system, "System message for the chat template");
   sub->add_flag("--no-chat", o->no_chat, "Feed the prompt as raw text, without the chat template");
   sub->add_flag("--no-special", o->no_special, "Treat control-token text in the prompt as plain text");

@@ -31,6 +31,8 @@ struct RunOptions {
   double top_p = 1.0;                        ///< --top-p (Dream): 1 = off
   int64_t top_k = 0;                         ///< --top-k (Dream): 0 = off
   std::optional<double> threshold;           ///< --threshold: confidence-threshold parallel decoding
+  double cfg_scale = 0.0;                    ///< --cfg-scale (LLaDA): classifier-free guidance, 0 = off
+  std::string cache = "none";                ///< --cache: none | prefix | dual (Fast-dLLM KV cache)
   bool no_early_stop = false;                ///< --no-early-stop
   bool json = false;                         ///< --json: one JSON object on stdout
   bool verbose = false;                      ///< --verbose: diagnostics on stderr

@@ -42,6 +42,8 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
   p.temperature = o.temperature;
   p.seed = o.seed;
   p.threshold = o.threshold;
+  p.cfg_scale = o.cfg_scale;
+  p.cache = diffusion::parse_cache_mode(o.cache);
   p.shift_logits = cfg.shift_logits;
   p.early_stop = !o.no_early_stop;
   p.n_threads = report.threads;  // the forward pass's count (physical cores when --threads is 0)
@@ -94,6 +96,9 @@ std::string describe_sampler(const diffusion::SamplerParams& p) {
         ", top_k " + std::to_string(p.top_k) + ", eps " + fmt(p.eps);
   }
   if (p.threshold) s += ", threshold " + fmt(*p.threshold);
+  if (p.cfg_scale > 0) s += ", cfg_scale " + fmt(p.cfg_scale);
+  if (p.cache != diffusion::CacheMode::kNone)
+    s += std::string(", cache ") + diffusion::cache_mode_name(p.cache);
   return s;
 }
 
@@ -139,6 +144,7 @@ int run_generate(RunOptions& o) {
   fo.max_tokens = n_prompt + o.max_tokens;
   fo.n_threads = o.compute.threads;
   fo.isa = cpu::choose_isa(o.compute.isa);
+  fo.max_batch = o.cfg_scale > 0 ? 2 : 1;  // CFG runs the canvas and its prompt-masked copy together
   cpu::CpuForward forward(*m.model, fo);
   report.load_ms = tokenizer_ms + fwd_watch.elapsed_ms();
   report.isa = cpu::isa_name(*fo.isa);
