@@ -2,6 +2,8 @@
 // fused add + RMSNorm + quantize, quantize, SwiGLU + quantize, bias + RoPE, and attention. Each one
 // replaces a function of src/cpu/ops.cpp or src/quant (named in kernels.h) and is tested against it
 // in tests/cuda/ops_test.cpp.
+#include <algorithm>
+
 #include "cuda/common.cuh"
 #include "cuda/kernels.h"
 
@@ -54,11 +56,12 @@ __device__ __forceinline__ float weight_value(WType type, const uint8_t* row, in
 __global__ void dequant_rows_kernel(WType type, const uint8_t* w, int64_t row_bytes, int64_t n_in,
                                     const int32_t* row_ids, int64_t row0, float* out32, __half* out16,
                                     int64_t ld) {
-  const int64_t j = blockIdx.y;
+  // Rows on grid x (up to 2^31 - 1: a whole LM head chunk), 256-value slices of the row on grid y.
+  const int64_t j = blockIdx.x;
   const int64_t r = row_ids ? row_ids[j] : row0 + j;
   const uint8_t* row = w + r * row_bytes;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n_in;
-       e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e = blockIdx.y * int64_t(blockDim.x) + threadIdx.x; e < n_in;
+       e += int64_t(gridDim.y) * blockDim.x) {
     const float v = weight_value(type, row, e);
     if (out32) out32[j * ld + e] = v;
     if (out16) out16[j * ld + e] = __float2half_rn(v);
@@ -286,7 +289,8 @@ void dequant_rows(WType type, const void* w, int64_t row_bytes, int64_t n_in, co
                   cudaStream_t stream) {
   if (n_rows <= 0) return;
   constexpr int kThreads = 256;
-  const dim3 grid(static_cast<unsigned>((n_in + kThreads - 1) / kThreads), static_cast<unsigned>(n_rows));
+  const dim3 grid(static_cast<unsigned>(n_rows),
+                  static_cast<unsigned>(std::min<int64_t>(65535, (n_in + kThreads - 1) / kThreads)));
   dequant_rows_kernel<<<grid, kThreads, 0, stream>>>(type, static_cast<const uint8_t*>(w), row_bytes, n_in,
                                                      row_ids, row0, out32, reinterpret_cast<__half*>(out16),
                                                      ld);
