@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Tests of the ./dllm launcher: exit codes, closest-command suggestions, setup without a terminal,
 # doctor, and pass-through to the built binary. Run by CTest with DLLM_SOURCE_DIR (the checkout),
-# DLLM_BUILD_DIR (the build folder whose bin/dllm to use) and DLLM_SHARED (../shared).
+# DLLM_BUILD_DIR (the build folder whose bin/dllm to use) and DLLM_SHARED_DEFAULT (../shared; the
+# environment's DLLM_SHARED overrides it).
 # Parts that would make the launcher rebuild (binary older than the sources) are skipped with a note.
 set -uo pipefail
 
 SRC="${DLLM_SOURCE_DIR:?}"
 export DLLM_BUILD_DIR="${DLLM_BUILD_DIR:?}"
-SHARED="${DLLM_SHARED:-$SRC/../shared}"
+SHARED="${DLLM_SHARED:-${DLLM_SHARED_DEFAULT:-$SRC/../shared}}"  # $DLLM_SHARED wins, as in test_util.h
 LLADA="$SHARED/reference/tiny-llada-q4km.gguf"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
