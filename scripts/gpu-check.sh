@@ -14,7 +14,8 @@
 # Parts exist because a device run here receives at most 64 MiB: part 1 = build, unit tests,
 # synthetic-model tests, tiny-llada against llama.cpp, timings (carries tiny-llada, ~40 MiB);
 # part 2 = tiny-dream (~57 MiB compressed): its GPU logits are compared with tiny-dream-c's
-# llama.cpp logits there, and written to $OUT for tiny-dream-a, whose reference logits do not fit;
+# llama.cpp logits there, and written to $OUT (f32, 6 files) for tiny-dream-a, whose reference
+# logits do not fit;
 # compare those afterwards, on any machine, with
 #   DLLM_GPU_LOGITS_IN=<folder with the returned files> build-cuda/bin/cuda_forward_test --gtest_filter='*Reference*dream*'
 # On a machine with the whole ../shared at hand, `run --part all` does everything at once.
