@@ -1,14 +1,29 @@
 #!/usr/bin/env python3
 """End-to-end denoising-step benchmark on the synthetic LLaDA-8B-shaped file.
 
-Runs `dllm run --json` on a canvas of prompt + 128 masks for a few steps and records ms/step (median
-over steps), load time and peak RSS in bench/results/e2e-<host>-<utc date>.json with the machine, the
-commit and the exact command. When $LLAMA_DIFFUSION_CLI names a llama.cpp `llama-diffusion-cli`, it is
-run on the same file, canvas and threads, interleaved with ours (A B A B ...), and its ms/step is
-recorded beside ours. Speed does not depend on the weight values, so random valid blocks suffice.
+Runs `dllm run --json` on a canvas of prompt + 128 masks for a few steps and records ms per step
+(each step is one full forward pass over the canvas plus the sampler), ms per forward pass, load
+time and peak RSS in bench/results/e2e-<arch>-c<canvas>-t<threads>-<utc stamp>.json with the
+machine, the commit and the exact commands. Speed does not depend on the weight values, so the
+random valid blocks of tools/make_synthetic_gguf suffice; the file is made when missing.
 
-Usage: bench/e2e_bench.py [--model PATH] [--threads 2] [--prompt-tokens 13] [--gen 128]
-                          [--steps 4] [--repeats 2] [--isa NAME]
+When $LLAMA_DIFFUSION_CLI names a llama.cpp `llama-diffusion-cli`, it runs on the same file, the
+same canvas (-ub = -b = -c = canvas: its canvas length is n_ubatch) and the same threads, interleaved
+with ours (ours, llama.cpp, ours, llama.cpp, ...), with the same schedule: one block over the
+generated part and --steps steps, so both do exactly --steps forward passes of the whole canvas.
+(llama-diffusion-cli counts its blocks from position 0 and asserts n_ubatch % block_length == 0;
+block length = canvas makes one block from the end of the prompt to the end of the canvas, the same
+as our --block-length = --max-tokens.) llama-diffusion-cli prints only totals over the run:
+"total time: T ms, time per step: T/steps ms, sampling time per step: S/steps ms" (its
+examples/diffusion/diffusion.cpp), so its forward ms per step is the difference of the two. It
+always applies the file's chat template to -p, so its prompt is longer than ours and it has fewer
+masks to sample; the forward pass, the figure compared, covers the same canvas length either way.
+
+The machine is shared: every run records the 1-minute load average before and after it, and the
+process's CPU time (user + system) beside its wall time.
+
+Usage: bench/e2e_bench.py [--bin build/bin] [--model PATH] [--threads 2] [--prompt-tokens 13]
+                          [--gen 128] [--steps 4] [--repeats 3] [--isa NAME] [--peak-json FILE]
 """
 import argparse
 import datetime
@@ -20,55 +35,93 @@ import socket
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / "build" / "bin"
 
 
 def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
 
+def loadavg():
+    try:
+        return float(open("/proc/loadavg").read().split()[0])
+    except OSError:
+        return None
+
+
 def machine():
     model = platform.processor()
+    flags = ""
     try:
         for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
+            if line.startswith("model name") and model in ("", platform.processor()):
                 model = line.split(":", 1)[1].strip()
-                break
+            if line.startswith("flags") and not flags:
+                flags = line
     except OSError:
         pass
-    return {"host": socket.gethostname(), "cpu": model, "cores": os.cpu_count(),
-            "kernel": platform.release()}
+    mem = None
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    isa = [f for f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni") if f" {f} " in flags + " "]
+    return {"host": socket.gethostname(), "cpu": model, "logical_cpus": os.cpu_count(),
+            "mem_bytes": mem, "isa_flags": isa, "kernel": platform.release()}
 
 
 def commit():
     try:
         rev = sh(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]).stdout.strip()
-        dirty = sh(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"]).stdout.strip()
+        dirty = sh(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", "src",
+                    "tools", "CMakeLists.txt"]).stdout.strip()
         return rev + ("-dirty" if dirty else "")
     except (subprocess.CalledProcessError, FileNotFoundError):
         return "unknown"
 
 
-def ensure_model(path: Path, arch: str):
+def timed(cmd):
+    """Runs cmd; returns (returncode, stdout, stderr, wall seconds)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate()
+    wall = time.monotonic() - t0
+    return p.returncode, out, err, wall
+
+
+def ensure_model(path: Path, arch: str, bindir: Path):
     if path.exists():
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tool = BIN / "make_synthetic_gguf"
+    tool = bindir / "make_synthetic_gguf"
     if not tool.exists():
-        sys.exit(f"ERROR: {tool} not found: build first (./dllm test or ninja -C build make_synthetic_gguf)")
+        sys.exit(f"ERROR: {tool} not found: build first (ninja -C build make_synthetic_gguf)")
     print(f"making {path} ...", file=sys.stderr)
     sh([str(tool), "--arch", arch, "--out", str(path)])
 
 
-def prompt_with_n_tokens(model: Path, n: int) -> str:
+def matmul_params(bindir: Path, model: Path):
+    """Multiply-adds per token of all weight matrices a forward pass multiplies (every 2-D tensor but
+    token_embd, which is a row lookup), from `dllm inspect`'s tensor list."""
+    out = sh([str(bindir / "dllm"), "inspect", str(model)]).stdout
+    total = 0
+    for m in re.finditer(r"^\s*\d+\s+(\S+)\s+\S+\s+\[(\d+), (\d+)\]", out, re.M):
+        if m.group(1) != "token_embd.weight":
+            total += int(m.group(2)) * int(m.group(3))
+    return total
+
+
+def prompt_with_n_tokens(bindir: Path, model: Path, n: int) -> str:
     """A raw prompt (no chat template) that tokenizes to exactly n ids, BOS included."""
     words = []
     for _ in range(4 * n):
         text = " ".join(words)
-        out = sh([str(BIN / "dllm"), "tokenize", "--model", str(model), "--no-chat", "--prompt", text]).stdout
+        out = sh([str(bindir / "dllm"), "tokenize", "--model", str(model), "--no-chat", "--prompt", text]).stdout
         count = len(out.split())
         if count == n:
             return text
@@ -78,73 +131,143 @@ def prompt_with_n_tokens(model: Path, n: int) -> str:
     sys.exit(f"ERROR: could not build a prompt of exactly {n} tokens")
 
 
+def cpu_children():
+    r = os.times()
+    return r.children_user + r.children_system
+
+
 def run_ours(cmd):
-    out = sh(cmd).stdout
+    la0, c0 = loadavg(), cpu_children()
+    rc, out, err, wall = timed(cmd)
+    if rc != 0:
+        sys.exit(f"ERROR: dllm exited {rc}: {err.strip()[-2000:]}")
     j = json.loads(out)
     t = j["timings"]
-    steps = t.get("step_ms") or []
-    return {"step_ms": steps, "median_step_ms": statistics.median(steps) if steps else None,
+    steps, fwd = t.get("step_ms") or [], t.get("forward_ms") or []
+    return {"step_ms": steps, "forward_ms": fwd,
+            "median_step_ms": statistics.median(steps), "mean_step_ms": statistics.fmean(steps),
+            "median_forward_ms": statistics.median(fwd), "mean_forward_ms": statistics.fmean(fwd),
             "load_ms": t.get("load_ms"), "peak_rss_bytes": j.get("peak_rss_bytes"),
-            "steps_run": j.get("steps_run")}
+            "steps_run": j.get("steps_run"), "isa": j.get("isa"), "threads": j.get("threads"),
+            "n_prompt_tokens": j.get("n_prompt_tokens"), "wall_s": round(wall, 2),
+            "cpu_s": round(cpu_children() - c0, 2), "loadavg_before": la0, "loadavg_after": loadavg()}
 
 
-def run_llama(cli, model, prompt, canvas, steps, threads):
-    cmd = [cli, "-m", str(model), "-p", prompt, "-ub", str(canvas), "-b", str(canvas), "-c", str(canvas),
-           "-t", str(threads), "--diffusion-steps", str(steps), "--diffusion-block-length", "32",
-           "--temp", "0", "--top-k", "1", "--seed", "1"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    m = re.search(r"time per step:\s*([0-9.]+)\s*ms", p.stderr + p.stdout)
-    return cmd, (float(m.group(1)) if m else None), p.returncode
+def llama_cmd(cli, model, prompt, canvas, steps, threads):
+    return [cli, "-m", str(model), "-p", prompt, "-ub", str(canvas), "-b", str(canvas), "-c", str(canvas),
+            "-t", str(threads), "-tb", str(threads), "--diffusion-steps", str(steps),
+            "--diffusion-block-length", str(canvas), "--temp", "0", "--seed", "1"]
+
+
+LLAMA_TIMES = re.compile(r"total time:\s*([0-9.]+)\s*ms, time per step:\s*([0-9.]+)\s*ms, "
+                         r"sampling time per step:\s*([0-9.]+)\s*ms")
+
+
+def run_llama(cmd, steps):
+    la0, c0 = loadavg(), cpu_children()
+    rc, out, err, wall = timed(["/usr/bin/time", "-f", "MAXRSS_KB=%M"] + cmd)
+    text = err + out
+    m = LLAMA_TIMES.search(text)
+    rss = re.search(r"MAXRSS_KB=(\d+)", text)
+    r = {"rc": rc, "wall_s": round(wall, 2), "cpu_s": round(cpu_children() - c0, 2),
+         "loadavg_before": la0, "loadavg_after": loadavg(),
+         "peak_rss_bytes": int(rss.group(1)) * 1024 if rss else None}
+    if m:
+        total, per_step, sampling = (float(g) for g in m.groups())
+        r.update({"total_ms": total, "step_ms": per_step, "sampling_ms_per_step": sampling,
+                  "forward_ms": per_step - sampling})
+        # Its steps end early only when no mask is left in the block; ours ran all of them.
+        r["steps_counted"] = steps
+    else:
+        r["error_tail"] = text.strip()[-1500:]
+    return r
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", type=Path, default=Path(os.environ.get("DLLM_BIN_DIR", ROOT / "build" / "bin")),
+                    help="folder with dllm and make_synthetic_gguf (default build/bin or $DLLM_BIN_DIR)")
     ap.add_argument("--model", type=Path, default=ROOT / "bench" / "tmp" / "llada-8b-synth.gguf")
     ap.add_argument("--arch", default="llada")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt-tokens", type=int, default=13)
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--isa", default=None)
+    ap.add_argument("--peak-json", type=Path, default=None,
+                    help="a bench/results/qgemm-*.json whose context has peak_zmm_vpdpbusd_gops: adds the floor")
+    ap.add_argument("--note", default="", help="free text stored in the results file")
     ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more flags for dllm run")
     a = ap.parse_args()
 
-    ensure_model(a.model, a.arch)
-    prompt = prompt_with_n_tokens(a.model, a.prompt_tokens)
+    bindir = a.bin if a.bin.is_absolute() else (Path.cwd() / a.bin)
+    ensure_model(a.model, a.arch, bindir)
+    prompt = prompt_with_n_tokens(bindir, a.model, a.prompt_tokens)
     canvas = a.prompt_tokens + a.gen
-    ours_cmd = [str(BIN / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt,
-                "--max-tokens", str(a.gen), "--steps", str(a.steps), "--threads", str(a.threads),
-                "--no-early-stop", "--json"]
+    ours_cmd = [str(bindir / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt,
+                "--max-tokens", str(a.gen), "--block-length", str(a.gen), "--steps", str(a.steps),
+                "--threads", str(a.threads), "--no-early-stop", "--json"]
     if a.isa:
         ours_cmd += ["--isa", a.isa]
     ours_cmd += a.extra
     llama = os.environ.get("LLAMA_DIFFUSION_CLI")
+    lcmd = llama_cmd(llama, a.model, prompt, canvas, a.steps, a.threads) if llama else None
 
-    ours, theirs, llama_cmd = [], [], None
-    for _ in range(a.repeats):
+    ours, theirs = [], []
+    for i in range(a.repeats):
         ours.append(run_ours(ours_cmd))
-        print(f"dllm: median {ours[-1]['median_step_ms']:.1f} ms/step", file=sys.stderr)
-        if llama:
-            llama_cmd, ms, rc = run_llama(llama, a.model, prompt, canvas, a.steps, a.threads)
-            theirs.append(ms)
-            print(f"llama-diffusion-cli: {ms} ms/step (rc {rc})", file=sys.stderr)
+        o = ours[-1]
+        print(f"[{i + 1}/{a.repeats}] dllm: {o['median_step_ms']:.0f} ms/step median, forward "
+              f"{o['median_forward_ms']:.0f} ms, load {o['load_ms']:.0f} ms, load avg {o['loadavg_before']}",
+              file=sys.stderr)
+        if lcmd:
+            theirs.append(run_llama(lcmd, a.steps))
+            t = theirs[-1]
+            print(f"[{i + 1}/{a.repeats}] llama-diffusion-cli: {t.get('step_ms')} ms/step, forward "
+                  f"{t.get('forward_ms')} ms (rc {t['rc']}), load avg {t['loadavg_before']}", file=sys.stderr)
 
     all_steps = [s for r in ours for s in r["step_ms"]]
+    all_fwd = [s for r in ours for s in r["forward_ms"]]
+    macs = matmul_params(bindir, a.model)
     result = {
         "kind": "e2e",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine(), "commit": commit(), "command": " ".join(ours_cmd),
+        "machine": machine(), "commit": commit(), "command": " ".join(ours_cmd), "note": a.note,
         "model": a.model.name, "model_bytes": a.model.stat().st_size, "arch": a.arch,
         "threads": a.threads, "prompt_tokens": a.prompt_tokens, "canvas": canvas, "steps": a.steps,
-        "runs": ours, "median_step_ms": statistics.median(all_steps),
-        "load_ms": statistics.median([r["load_ms"] for r in ours if r["load_ms"] is not None] or [0]),
-        "peak_rss_bytes": max((r["peak_rss_bytes"] or 0) for r in ours),
+        "repeats": a.repeats, "runs": ours,
+        "median_step_ms": statistics.median(all_steps), "mean_step_ms": statistics.fmean(all_steps),
+        "median_forward_ms": statistics.median(all_fwd), "mean_forward_ms": statistics.fmean(all_fwd),
+        "load_ms": statistics.median([r["load_ms"] for r in ours]),
+        "peak_rss_bytes": max(r["peak_rss_bytes"] or 0 for r in ours),
+        # 2 int8 ops (multiply, add) per weight per canvas position, all matrices but token_embd.
+        "matmul_macs_per_token": macs, "ops_per_step": 2 * macs * canvas,
     }
-    if llama:
-        good = [t for t in theirs if t is not None]
-        result["llama_cpp"] = {"command": " ".join(llama_cmd or []), "step_ms": theirs,
-                               "median_step_ms": statistics.median(good) if good else None}
+    result["rss_over_file"] = result["peak_rss_bytes"] / result["model_bytes"]
+    result["rss_limit_bytes"] = int(1.15 * result["model_bytes"] + 0.5 * 2**30)
+    if a.peak_json:
+        ctx = json.loads(a.peak_json.read_text())["context"]
+        peak = float(ctx["peak_zmm_vpdpbusd_gops"])
+        floor_ms = result["ops_per_step"] / (peak * 1e9 * a.threads) * 1e3
+        result["floor"] = {"peak_file": str(a.peak_json.relative_to(ROOT) if a.peak_json.is_absolute()
+                                            else a.peak_json),
+                           "peak_zmm_vpdpbusd_gops_per_core": peak, "floor_ms_per_step": floor_ms,
+                           "fraction_of_peak_median_forward": floor_ms / result["median_forward_ms"]}
+    if lcmd:
+        good = [t for t in theirs if "step_ms" in t]
+        result["llama_cpp"] = {
+            "command": " ".join(lcmd), "runs": theirs,
+            "median_step_ms": statistics.median([t["step_ms"] for t in good]) if good else None,
+            "median_forward_ms": statistics.median([t["forward_ms"] for t in good]) if good else None,
+            "peak_rss_bytes": max((t["peak_rss_bytes"] or 0) for t in theirs),
+        }
+        if good:
+            # Like for like: both figures are means over every step of a run (llama.cpp reports only
+            # that), medians over the runs.
+            ours_mean = statistics.median([r["mean_forward_ms"] for r in ours])
+            result["llama_cpp"]["ours_median_of_mean_forward_ms"] = ours_mean
+            result["llama_cpp"]["speedup_forward"] = result["llama_cpp"]["median_forward_ms"] / ours_mean
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = result["date"].replace(":", "").replace("-", "")

@@ -20,23 +20,32 @@ def fmt_bytes(n):
     return f"{n / 2**30:.2f} GiB" if n else "-"
 
 
+def isa_of(r):
+    if "--isa " in r["command"]:
+        return r["command"].split("--isa ")[-1].split()[0]
+    runs = r.get("runs") or [{}]
+    return (runs[0].get("isa") or "auto") + " (auto)"
+
+
 def e2e_rows():
+    """One row per (arch, canvas, threads, ISA): the newest results file of that kind."""
     latest = {}
     for path in sorted(glob.glob(str(ROOT / "bench" / "results" / "e2e-*.json"))):
         r = json.loads(Path(path).read_text())
-        key = (r["arch"], r["canvas"], r["threads"], r["command"].split("--isa ")[-1].split()[0]
-               if "--isa " in r["command"] else "auto")
+        key = (r["arch"], r["canvas"], r["threads"], isa_of(r))
         if key not in latest or r["date"] > latest[key][1]["date"]:
             latest[key] = (Path(path).name, r)
     rows = []
     for key in sorted(latest):
         name, r = latest[key]
-        llama = r.get("llama_cpp", {}).get("median_step_ms")
-        ratio = f"{llama / r['median_step_ms']:.2f}x" if llama else "-"
+        llama = r.get("llama_cpp") or {}
+        l_fwd, speedup = llama.get("median_forward_ms"), llama.get("speedup_forward")
+        rss = r["peak_rss_bytes"]
         rows.append(f"| {r['arch']} synthetic ({r['model_bytes'] / 2**30:.2f} GiB) | {r['canvas']} | "
-                    f"{r['threads']} | {key[3]} | {r['median_step_ms']:.0f} | "
-                    f"{f'{llama:.0f}' if llama else '-'} | {ratio} | {r['load_ms'] / 1000:.1f} | "
-                    f"{fmt_bytes(r['peak_rss_bytes'])} | `{name}` |")
+                    f"{r['threads']} | {key[3]} | {r['median_forward_ms']:.0f} | {r['median_step_ms']:.0f} | "
+                    f"{f'{l_fwd:.0f}' if l_fwd else '-'} | {f'{speedup:.2f}x' if speedup else '-'} | "
+                    f"{r['load_ms'] / 1000:.1f} | {fmt_bytes(rss)} ({rss / r['model_bytes']:.2f}x file) | "
+                    f"`{name}` |")
     return rows
 
 
@@ -44,9 +53,13 @@ def render():
     rows = e2e_rows()
     if not rows:
         return "No benchmark results yet (run `bench/e2e_bench.py`)."
-    head = ("| model | canvas | threads | ISA | ms/step (median) | llama.cpp ms/step | speedup | load s | "
-            "peak RSS | results file |\n|---|---|---|---|---|---|---|---|---|---|")
-    return head + "\n" + "\n".join(rows)
+    head = ("| model | canvas | threads | ISA | forward ms/step (median) | step ms (median) | "
+            "llama.cpp forward ms/step | speedup | load s | peak RSS | results file |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|")
+    note = ("\n\nForward = one pass over the whole canvas; step = forward + sampler. Speedup = llama.cpp's "
+            "forward ms per step over ours, both as means over every step of a run (llama-diffusion-cli "
+            "prints only means), median over the interleaved runs. Details: docs/benchmarks.md.")
+    return head + "\n" + "\n".join(rows) + note
 
 
 def main():
