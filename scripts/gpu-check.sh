@@ -41,7 +41,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "ERROR: unknown argument $1 (see the header of scripts/gpu-check.sh)" >&2; exit 2 ;;
   esac
 done
-TARGETS=(cuda_ops_test cuda_gemm_test cuda_forward_test dllm_gpu_bench make_synthetic_gguf)
+TARGETS=(cuda_ops_test cuda_gemm_test cuda_gemm_frag_test cuda_forward_test dllm_gpu_bench make_synthetic_gguf)
 say() { printf 'gpu-check: %s\n' "$*" >&2; }
 SHARED_SRC="${DLLM_SHARED:-$ROOT/../shared}"
 
@@ -76,7 +76,8 @@ if [[ "$MODE" == stage ]]; then
     python3 -c "import lzma,shutil,sys; shutil.copyfileobj(open(sys.argv[1],'rb'), lzma.open(sys.argv[2],'wb',preset=6))" \
       "$ref/tiny-dream-q4km.gguf" "$STAGE/shared/reference/tiny-dream-q4km.gguf.xz"
     cp "$ref"/logits/logits-tiny-dream-c.f16 "$STAGE/shared/reference/logits/"
-    rm -f "$STAGE/bin/cuda_ops_test" "$STAGE/bin/cuda_gemm_test" "$STAGE/bin/dllm_gpu_bench" "$STAGE/bin/make_synthetic_gguf"
+    rm -f "$STAGE/bin/cuda_ops_test" "$STAGE/bin/cuda_gemm_test" "$STAGE/bin/cuda_gemm_frag_test" "$STAGE/bin/dllm_gpu_bench" \
+      "$STAGE/bin/make_synthetic_gguf"
   else
     echo "ERROR: stage needs --part 1 or --part 2" >&2
     exit 2
@@ -143,6 +144,7 @@ run_test() {  # run_test NAME FILTER: full log in $LOGDIR/NAME.log, figures and 
 if [[ "$PART" == 1 || "$PART" == all ]]; then
   run_test cuda_ops_test '*'
   run_test cuda_gemm_test '*'
+  run_test cuda_gemm_frag_test '*'
   if [[ "$PART" == 1 ]]; then
     run_test cuda_forward_test '-*ReferenceLogits*dream*'
   else

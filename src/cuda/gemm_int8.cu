@@ -25,11 +25,14 @@
 // subtraction (__vsub4: values 0..63 - 32 fit int8), then one m16n8k16 per sub-block:
 //   y += (d sc_j) da S     (da of the 32-value activation group holding the 16)
 #include "cuda/common.cuh"
+#include "cuda/gemm_frag.h"
 #include "cuda/kernels.h"
 
 namespace dllm::cuda::kern {
 
 namespace {
+
+using frag::ld32;
 
 __device__ __forceinline__ void mma_k32(int (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -54,23 +57,9 @@ __device__ __forceinline__ void mma_k16(int (&c)[4], const uint32_t (&a)[2], uin
 #endif
 }
 
-__device__ __forceinline__ uint32_t ld32(const void* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
-}
-
 constexpr int kWarps = 4;
 constexpr int kRowsPerBlock = 16 * kWarps;
 constexpr int kTokTiles = kTokenTile / 8;
-
-/// Adds one sub-block's integer tile c (token tile nt) into acc with the row factors fa / fb (rows
-/// group, group + 8), and subtracts the min terms ma / mb times the activation sums.
-__device__ __forceinline__ void accumulate(float (&acc)[4], const int (&c)[4], float fa, float fb, float ma,
-                                           float mb, const float* ds0, const float* ds1) {
-  acc[0] += fa * ds0[0] * static_cast<float>(c[0]) - ma * ds0[1];
-  acc[1] += fa * ds1[0] * static_cast<float>(c[1]) - ma * ds1[1];
-  acc[2] += fb * ds0[0] * static_cast<float>(c[2]) - mb * ds0[1];
-  acc[3] += fb * ds1[0] * static_cast<float>(c[3]) - mb * ds1[1];
-}
 
 template <WType kType>
 __global__ void __launch_bounds__(32 * kWarps)
@@ -95,60 +84,40 @@ __global__ void __launch_bounds__(32 * kWarps)
     if constexpr (kType == WType::kQ4_K) {
       const uint8_t* ba = wa + sb * kQ4KBytes;
       const uint8_t* bb = wb + sb * kQ4KBytes;
-      const float da = load_f16(ba), dmina = load_f16(ba + 2);
-      const float db = load_f16(bb), dminb = load_f16(bb + 2);
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        int sca, ma, scb, mb;
-        q4k_scale_min(j, ba + 4, sca, ma);
-        q4k_scale_min(j, bb + 4, scb, mb);
-        const int shift = 4 * (j & 1);
-        const int off = 16 + 32 * (j / 2) + 4 * tig;
         uint32_t a[4];
-        a[0] = (ld32(ba + off) >> shift) & 0x0f0f0f0fu;
-        a[1] = (ld32(bb + off) >> shift) & 0x0f0f0f0fu;
-        a[2] = (ld32(ba + off + 16) >> shift) & 0x0f0f0f0fu;
-        a[3] = (ld32(bb + off + 16) >> shift) & 0x0f0f0f0fu;
-        const float fa = da * static_cast<float>(sca), fb = db * static_cast<float>(scb);
-        const float mfa = dmina * static_cast<float>(ma), mfb = dminb * static_cast<float>(mb);
+        frag::q4k_a_frag(ba, bb, j, tig, a);
+        float fa, fb, mfa, mfb;
+        frag::q4k_factors(ba, j, fa, mfa);
+        frag::q4k_factors(bb, j, fb, mfb);
         const int64_t g = sb * 8 + j;  // activation group of these 32 values
 #pragma unroll
         for (int nt = 0; nt < kTokTiles; ++nt) {
           const int8_t* qt = qb + (8 * nt) * n_in + 32 * g;
-          const uint32_t b[2] = {ld32(qt), ld32(qt + 16)};
+          const uint32_t b[2] = {frag::ld32(qt), frag::ld32(qt + 16)};
           int c[4] = {0, 0, 0, 0};
           mma_k32(c, a, b);
           const float* ds0 = dsc + 2 * ((8 * nt) * n_groups + g);
-          accumulate(acc[nt], c, fa, fb, mfa, mfb, ds0, ds0 + 2 * n_groups);
+          frag::accumulate(acc[nt], c, fa, fb, mfa, mfb, ds0, ds0 + 2 * n_groups);
         }
       }
     } else {  // kQ6_K, padded blocks: ql[128] qh[64] scales[16] d
       const uint8_t* ba = wa + sb * kQ6KPaddedBytes;
       const uint8_t* bb = wb + sb * kQ6KPaddedBytes;
-      const float da = load_f16(ba + 208), db = load_f16(bb + 208);
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        // Values 16 j + 4 tig..+3: half h, group-of-32 gq within the half, position l.
-        const int h = j / 8, gq = (j % 8) / 2, l = 16 * (j & 1) + 4 * tig;
-        const int lo_off = 64 * h + l + 32 * (gq & 1), lo_shift = gq >= 2 ? 4 : 0;
-        const int hi_off = 128 + 32 * h + l, hi_shift = 2 * gq;
         uint32_t a[2];
-        a[0] = __vsub4(((ld32(ba + lo_off) >> lo_shift) & 0x0f0f0f0fu) |
-                           (((ld32(ba + hi_off) >> hi_shift) & 0x03030303u) << 4),
-                       0x20202020u);
-        a[1] = __vsub4(((ld32(bb + lo_off) >> lo_shift) & 0x0f0f0f0fu) |
-                           (((ld32(bb + hi_off) >> hi_shift) & 0x03030303u) << 4),
-                       0x20202020u);
-        const float fa = da * static_cast<float>(static_cast<int8_t>(ba[192 + j]));
-        const float fb = db * static_cast<float>(static_cast<int8_t>(bb[192 + j]));
+        frag::q6k_a_frag(ba, bb, j, tig, a);
+        const float fa = frag::q6k_factor(ba, j), fb = frag::q6k_factor(bb, j);
         const int64_t g = sb * 8 + j / 2;
 #pragma unroll
         for (int nt = 0; nt < kTokTiles; ++nt) {
-          const uint32_t b = ld32(qb + (8 * nt) * n_in + 256 * sb + 16 * j);
+          const uint32_t b = frag::ld32(qb + (8 * nt) * n_in + 256 * sb + 16 * j);
           int c[4] = {0, 0, 0, 0};
           mma_k16(c, a, b);
           const float* ds0 = dsc + 2 * ((8 * nt) * n_groups + g);
-          accumulate(acc[nt], c, fa, fb, 0.0f, 0.0f, ds0, ds0 + 2 * n_groups);
+          frag::accumulate(acc[nt], c, fa, fb, 0.0f, 0.0f, ds0, ds0 + 2 * n_groups);
         }
       }
     }
