@@ -1,5 +1,6 @@
-// `dllm logits`: one forward pass over given token ids; writes the UNSHIFTED f32 logits of the requested
-// positions to a file, [rows, n_vocab] row-major, little-endian, no header: the layout of
+// `dllm logits`: one forward pass over given token ids (CPU or GPU, --device); writes the UNSHIFTED f32
+// logits of the requested positions to a file, [rows, n_vocab] row-major, little-endian, no header: the
+// layout of
 // ../shared/reference/logits/*.f32, so the parity tests can compare row by row.
 #include <cstdio>
 #include <fstream>
@@ -9,13 +10,12 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cli/backend.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/loaded_model.h"
 #include "cli/model_source.h"
 #include "cli/util.h"
-#include "cpu/dispatch.h"
-#include "cpu/forward.h"
 
 namespace dllm::cli {
 
@@ -63,17 +63,19 @@ int run_logits(const LogitsOptions& o) {
                        " is outside the model's vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
     }
   }
-  cpu::ForwardOptions fo;
-  fo.max_tokens = n;
-  fo.n_threads = o.compute.threads;
-  fo.isa = cpu::choose_isa(o.compute.isa);
-  cpu::CpuForward forward(*m.model, fo);
+  BackendOptions bo;
+  bo.device = o.compute.device;
+  bo.gpu_gemm = o.compute.gpu_gemm;
+  bo.threads = o.compute.threads;
+  bo.isa = o.compute.isa;
+  bo.max_tokens = n;
+  const std::unique_ptr<Backend> backend = make_backend(*m.model, bo);
   const double load_ms = load_watch.elapsed_ms();
 
-  const int64_t n_vocab = forward.n_vocab();
+  const int64_t n_vocab = backend->n_vocab();
   std::vector<float> logits(rows.size() * static_cast<size_t>(n_vocab));
   Stopwatch fwd_watch;
-  forward.forward(tokens, rows, logits.data());
+  backend->forward(tokens, rows, logits.data());
   const double forward_ms = fwd_watch.elapsed_ms();
 
   // Write to a temporary name and rename, so a failed write never leaves a plausible-looking file.
@@ -93,9 +95,9 @@ int run_logits(const LogitsOptions& o) {
     throw Error("cannot write logits file: " + o.out);
   }
   if (o.verbose) {
-    std::fprintf(stderr, "model: %s\ntokens: %lld, rows: %zu, n_vocab: %lld\nthreads: %d, isa: %s\n",
-                 path.c_str(), static_cast<long long>(n), rows.size(), static_cast<long long>(n_vocab),
-                 forward.n_threads(), cpu::isa_name(*fo.isa));
+    std::fprintf(stderr, "model: %s\ntokens: %lld, rows: %zu, n_vocab: %lld\n%s\n", path.c_str(),
+                 static_cast<long long>(n), rows.size(), static_cast<long long>(n_vocab),
+                 backend->describe().c_str());
     std::fprintf(stderr, "load: %.1f ms, forward: %.1f ms, peak RSS: %s\nwrote %s (%zu bytes)\n", load_ms,
                  forward_ms, format_bytes(peak_rss_bytes()).c_str(), o.out.c_str(), logits.size() * 4);
   }

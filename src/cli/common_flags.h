@@ -14,8 +14,10 @@ struct ModelFlags {
 };
 
 struct ComputeFlags {
-  int threads = 0;  ///< --threads/-t: 0 = physical cores
-  std::string isa;  ///< --isa: "" = best for this CPU ($DLLM_CPU_ISA overrides)
+  int threads = 0;                ///< --threads/-t: 0 = physical cores
+  std::string isa;                ///< --isa: "" = best for this CPU ($DLLM_CPU_ISA overrides)
+  std::string device = "cpu";     ///< --device: cpu | gpu | auto
+  std::string gpu_gemm = "int8";  ///< --gpu-gemm: int8 | cublas
 };
 
 void add_model_flags(CLI::App& sub, ModelFlags& f);

@@ -1,6 +1,6 @@
 // The pipeline of `dllm run`: resolve the model, load it, build the prompt ids, run the architecture's
-// denoising loop over the CPU forward pass, print the answer (streamed as it becomes final) or JSON.
-// Defaults per architecture (README "Defaults"): LLaDA follows generate.py's chat settings
+// denoising loop over the forward pass (CPU or GPU, --device), print the answer (streamed as it becomes
+// final) or JSON. Defaults per architecture (README "Defaults"): LLaDA follows generate.py's chat settings
 // (block 32, steps = max tokens, low_confidence, temperature 0); Dream follows its model card's alg
 // (entropy) with temperature 0, eps 1e-3.
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "cli/cpu_logits_source.h"
+#include "cli/backend.h"
 #include "cli/loaded_model.h"
 #include "cli/model_source.h"
 #include "cli/prompt.h"
@@ -46,7 +46,9 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
   p.cache = diffusion::parse_cache_mode(o.cache);
   p.shift_logits = cfg.shift_logits;
   p.early_stop = !o.no_early_stop;
-  p.n_threads = report.threads;  // the forward pass's count (physical cores when --threads is 0)
+  // Per-row statistics: the forward pass's CPU thread count (physical cores for --threads 0); on the
+  // GPU the host threads are free, so --threads (0: OpenMP's default).
+  p.n_threads = report.device == "cpu" ? report.threads : o.compute.threads;
   p.mask_id = tok.mask_id();
   if (p.mask_id < 0) {
     throw Error("model has no mask token (tokenizer.ggml.mask_token_id missing): not a diffusion model GGUF");
@@ -140,20 +142,27 @@ int run_generate(RunOptions& o) {
   }
 
   Stopwatch fwd_watch;
-  cpu::ForwardOptions fo;
-  fo.max_tokens = n_prompt + o.max_tokens;
-  fo.n_threads = o.compute.threads;
-  fo.isa = cpu::choose_isa(o.compute.isa);
-  fo.max_batch = o.cfg_scale > 0 ? 2 : 1;  // CFG runs the canvas and its prompt-masked copy together
-  cpu::CpuForward forward(*m.model, fo);
+  BackendOptions bo;
+  bo.device = o.compute.device;
+  bo.gpu_gemm = o.compute.gpu_gemm;
+  bo.threads = o.compute.threads;
+  bo.isa = o.compute.isa;
+  bo.max_tokens = n_prompt + o.max_tokens;
+  bo.max_batch = o.cfg_scale > 0 ? 2 : 1;  // CFG runs the canvas and its prompt-masked copy together
+  std::string why_cpu;
+  const std::unique_ptr<Backend> backend = make_backend(*m.model, bo, &why_cpu);
   report.load_ms = tokenizer_ms + fwd_watch.elapsed_ms();
-  report.isa = cpu::isa_name(*fo.isa);
-  report.threads = forward.n_threads();
+  report.device = backend->device();
+  report.isa = backend->kernels();
+  report.threads = backend->threads();
+  // The device line is a status line whenever a GPU runs (stdout keeps only the answer).
+  if (o.verbose || report.device == "gpu") std::fprintf(stderr, "%s\n", backend->describe().c_str());
+  if (o.verbose && !why_cpu.empty()) std::fprintf(stderr, "(--device auto: no GPU: %s)\n", why_cpu.c_str());
 
-  CpuLogitsSource source(forward);
-  diffusion::SamplerParams params = sampler_params(o, cfg, tok, forward.n_vocab(), report);
+  diffusion::LogitsSource& source = backend->source();
+  diffusion::SamplerParams params = sampler_params(o, cfg, tok, backend->n_vocab(), report);
   report.sampler = describe_sampler(params);
-  for (const std::string& w : diffusion::check_params(params, n_prompt, forward.n_vocab())) warn(report, w);
+  for (const std::string& w : diffusion::check_params(params, n_prompt, backend->n_vocab())) warn(report, w);
 
   if (o.verbose) {
     std::fprintf(stderr, "model: %s\n", report.model_path.c_str());
@@ -163,8 +172,10 @@ int run_generate(RunOptions& o) {
                  static_cast<long long>(cfg.n_head_kv), static_cast<long long>(cfg.n_ff),
                  static_cast<long long>(cfg.n_vocab));
     std::fprintf(stderr, "quantization: %s\n", report.quant_mix.c_str());
-    std::fprintf(stderr, "%s\n", cpu::describe_isa(*fo.isa).c_str());
-    std::fprintf(stderr, "threads: %d\n", report.threads);
+    if (report.device == "cpu") {
+      std::fprintf(stderr, "%s\n", cpu::describe_isa(cpu::parse_isa(report.isa)).c_str());
+      std::fprintf(stderr, "threads: %d\n", report.threads);
+    }
     std::fprintf(stderr, "prompt: %lld tokens; canvas: %lld + %lld = %lld tokens\n",
                  static_cast<long long>(n_prompt), static_cast<long long>(n_prompt),
                  static_cast<long long>(o.max_tokens), static_cast<long long>(n_prompt + o.max_tokens));

@@ -26,6 +26,7 @@ std::string report_json(const RunReport& r) {
   j["model"] = r.model_path;
   j["arch"] = r.arch;
   j["quant_mix"] = r.quant_mix;
+  j["device"] = r.device;
   j["isa"] = r.isa;
   j["threads"] = r.threads;
   j["seed"] = r.seed;

@@ -12,7 +12,8 @@ struct RunReport {
   std::string model_path;
   std::string arch;       ///< "llada" | "dream"
   std::string quant_mix;  ///< "F32 x21, Q4_K x25, Q6_K x5"
-  std::string isa;        ///< kernel path that ran
+  std::string device;     ///< "cpu" | "gpu"
+  std::string isa;        ///< kernel path that ran: CPU ISA or GPU GEMM
   int threads = 0;
   uint64_t seed = 0;
   std::string sampler;                 ///< one line: schedule and its parameters

@@ -185,13 +185,25 @@ TEST(CliErrors, BadFlagValues) {
   const std::vector<std::vector<std::string>> cases = {
       {"--max-tokens", "abc"}, {"--max-tokens", "0"}, {"--steps", "-3"},       {"--temperature", "-1"},
       {"--remasking", "best"}, {"--alg", "greedy"},   {"--top-p", "1.5"},      {"--isa", "neon"},
-      {"--threads", "-1"},     {"--threshold", "2"},  {"--block-length", "0"},
+      {"--threads", "-1"},     {"--threshold", "2"},  {"--block-length", "0"}, {"--device", "tpu"},
+      {"--gpu-gemm", "fp8"},
   };
   for (const auto& c : cases) {
     const RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", c[0], c[1]});
     EXPECT_EQ(r.exit_code, 2) << c[0] << " " << c[1] << ": " << r.err;
     EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
     EXPECT_NE(r.err.find(c[0]), std::string::npos) << r.err;
+  }
+}
+
+TEST(CliErrors, GpuDeviceRunsOrSaysWhyNot) {
+  // With a usable GPU in a CUDA build this runs; anywhere else it is one line naming the way out.
+  const RunResult r =
+      run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "8", "--device", "gpu"});
+  if (r.exit_code != 0) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find("--device cpu"), std::string::npos) << r.err;
   }
 }
 
