@@ -110,8 +110,18 @@ struct GpuForward::Impl {
   GpuGemm gemm;
   int64_t max_tokens = 0;
   int64_t max_tokens_pad = 0;  ///< max_tokens rounded up to kern::kTokenTile (int8 activation rows)
-  cudaStream_t stream = nullptr;
-  cublasHandle_t cublas = nullptr;
+  /// Owns the stream and the cuBLAS handle, declared before every buffer so that it is destroyed
+  /// after them, and destroyed also when the constructor throws part-way (~Impl would not run).
+  struct Handles {
+    cudaStream_t stream = nullptr;
+    cublasHandle_t cublas = nullptr;
+    ~Handles() {
+      if (cublas) cublasDestroy(cublas);
+      if (stream) cudaStreamDestroy(stream);
+    }
+  } handles;
+  cudaStream_t stream = nullptr;    ///< handles.stream
+  cublasHandle_t cublas = nullptr;  ///< handles.cublas
   size_t weight_bytes = 0, buffer_bytes = 0;
 
   struct Layer {
@@ -204,9 +214,11 @@ struct GpuForward::Impl {
                   " MiB free (try --device cpu or a shorter canvas)");
     }
 
-    DLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    DLLM_CUBLAS_CHECK(cublasCreate(&cublas));
-    DLLM_CUBLAS_CHECK(cublasSetStream(cublas, stream));
+    DLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&handles.stream, cudaStreamNonBlocking));
+    DLLM_CUBLAS_CHECK(cublasCreate(&handles.cublas));
+    DLLM_CUBLAS_CHECK(cublasSetStream(handles.cublas, handles.stream));
+    stream = handles.stream;
+    cublas = handles.cublas;
 
     // Upload, releasing each tensor's mapped pages behind it so host RSS stays small.
     auto upload_vec = [&](const std::vector<float>& v) {
@@ -273,11 +285,6 @@ struct GpuForward::Impl {
     logits = alloc(L * c.n_vocab * 4);
     tokens_dev = alloc(L * 4);
     rows_dev = alloc(L * 4);
-  }
-
-  ~Impl() {
-    if (cublas) cublasDestroy(cublas);
-    if (stream) cudaStreamDestroy(stream);
   }
 
   /// Uploads one matrix in its device layout (Q6_K repacked to padded blocks in host chunks) and
