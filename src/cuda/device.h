@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "cuda/row_stats.h"
 #include "model/config.h"
 
 namespace dllm::model {
@@ -94,6 +95,15 @@ class GpuForward {
   /// GPU work for the same bad inputs as CpuForward::forward, with the same messages.
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits);
 
+  /// The allowed-id mask forward_stats uses (n_vocab bytes, nonzero = may be chosen; the samplers'
+  /// `allowed`); until it is set every id is allowed. Throws dllm::Error for a wrong size.
+  void set_allowed(std::span<const uint8_t> allowed);
+
+  /// forward() with the statistics of each requested row computed on the device (RowStats: argmax,
+  /// softmax probability, margin, entropy over the allowed ids) instead of the logits: stats[j] for
+  /// rows[j], a few bytes per row over the bus. The temperature-0 paths of the samplers need only this.
+  void forward_stats(std::span<const int32_t> tokens, std::span<const int32_t> rows, RowStats* stats);
+
   int64_t n_vocab() const;
   int64_t max_tokens() const;
   GpuGemm gemm() const;
@@ -139,6 +149,8 @@ inline GpuForward::GpuForward(const model::Model&, const GpuForwardOptions&) {
 }
 inline GpuForward::~GpuForward() = default;
 inline void GpuForward::forward(std::span<const int32_t>, std::span<const int32_t>, float*) {}
+inline void GpuForward::set_allowed(std::span<const uint8_t>) {}
+inline void GpuForward::forward_stats(std::span<const int32_t>, std::span<const int32_t>, RowStats*) {}
 inline int64_t GpuForward::n_vocab() const {
   return 0;
 }

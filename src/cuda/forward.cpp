@@ -138,6 +138,9 @@ struct GpuForward::Impl {
   DeviceBuffer scratch_f16;                      // cuBLAS path: one dequantized weight chunk
   int64_t scratch_elems = 0;
   DeviceBuffer logits, tokens_dev, rows_dev;
+  DeviceBuffer stats;    ///< max_tokens RowStats
+  DeviceBuffer allowed;  ///< n_vocab bytes, set_allowed()
+  bool has_allowed = false;
 
   Impl(const model::Model& m, const GpuForwardOptions& opt) : model(m), c(m.config()), gemm(opt.gemm) {
     if (opt.max_tokens <= 0)
@@ -285,6 +288,7 @@ struct GpuForward::Impl {
     logits = alloc(L * c.n_vocab * 4);
     tokens_dev = alloc(L * 4);
     rows_dev = alloc(L * 4);
+    stats = alloc(L * sizeof(RowStats));
   }
 
   /// Uploads one matrix in its device layout (Q6_K repacked to padded blocks in host chunks) and
@@ -342,7 +346,42 @@ struct GpuForward::Impl {
     }
   }
 
+  /// Uploads the allowed-id mask used by forward_stats (n_vocab bytes).
+  void set_allowed(std::span<const uint8_t> allowed_ids) {
+    if (static_cast<int64_t>(allowed_ids.size()) != output.n_out) {
+      throw Error("allowed-id mask has " + std::to_string(allowed_ids.size()) +
+                  " entries, expected n_vocab = " + std::to_string(output.n_out));
+    }
+    if (allowed.bytes() == 0) allowed = DeviceBuffer(static_cast<size_t>(output.n_out));
+    DLLM_CUDA_CHECK(
+        cudaMemcpy(allowed.as<void>(), allowed_ids.data(), allowed_ids.size(), cudaMemcpyHostToDevice));
+    has_allowed = true;
+  }
+
+  void forward_stats(std::span<const int32_t> tokens, std::span<const int32_t> rows, RowStats* out) {
+    run(tokens, rows);
+    const auto n_rows = static_cast<int64_t>(rows.size());
+    if (n_rows > 0) {
+      kern::row_stats(logits.as<float>(), n_rows, output.n_out, output.n_out,
+                      has_allowed ? allowed.as<uint8_t>() : nullptr, stats.as<RowStats>(), stream);
+      DLLM_CUDA_CHECK(
+          cudaMemcpyAsync(out, stats.as<void>(), n_rows * sizeof(RowStats), cudaMemcpyDeviceToHost, stream));
+    }
+    DLLM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* out) {
+    run(tokens, rows);
+    const auto n_rows = static_cast<int64_t>(rows.size());
+    if (n_rows > 0) {
+      DLLM_CUDA_CHECK(
+          cudaMemcpyAsync(out, logits.as<void>(), n_rows * output.n_out * 4, cudaMemcpyDeviceToHost, stream));
+    }
+    DLLM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  /// The forward pass up to the logits of `rows` in the device buffer `logits` (not synchronized).
+  void run(std::span<const int32_t> tokens, std::span<const int32_t> rows) {
     // The same checks and messages as CpuForward::forward, before any GPU work.
     const auto n = static_cast<int64_t>(tokens.size());
     if (n <= 0 || n > max_tokens) {
@@ -415,10 +454,7 @@ struct GpuForward::Impl {
       kern::add_rmsnorm_quant(x.as<float>(), pending, false, output_norm.as<float>(), c.rms_eps, n_rows, d,
                               rows_dev.as<int32_t>(), a16, output.quantized(), aq, ads, stream);
       matmul(output, n_rows, logits.as<float>(), output.n_out);
-      DLLM_CUDA_CHECK(
-          cudaMemcpyAsync(out, logits.as<void>(), n_rows * output.n_out * 4, cudaMemcpyDeviceToHost, stream));
     }
-    DLLM_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 };
 
@@ -428,6 +464,13 @@ GpuForward::~GpuForward() = default;
 
 void GpuForward::forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits) {
   impl_->forward(tokens, rows, logits);
+}
+void GpuForward::set_allowed(std::span<const uint8_t> allowed) {
+  impl_->set_allowed(allowed);
+}
+void GpuForward::forward_stats(std::span<const int32_t> tokens, std::span<const int32_t> rows,
+                               RowStats* stats) {
+  impl_->forward_stats(tokens, rows, stats);
 }
 int64_t GpuForward::n_vocab() const {
   return impl_->output.n_out;

@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "cuda/row_stats.h"
+
 namespace dllm::cuda::kern {
 
 /// Weight layouts on the device. kQ4_K: ggml block_q4_K as stored (144 bytes, 16-byte aligned).
@@ -77,6 +79,12 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
 /// formed in the fragment). n_in multiple of 256.
 void gemm_int8(WType type, const void* w, int64_t row_bytes, int64_t n_out, int64_t n_in, const int8_t* q,
                const float* ds, int64_t n_tok, float* y, int64_t ldy, cudaStream_t stream);
+
+/// RowStats (row_stats.h) of n_rows logits rows (n_vocab values each, row stride ld) into out[j]
+/// (device memory). allowed: n_vocab bytes, nonzero = the id takes part; nullptr: every id. One block
+/// per row; the softmax sums in f64 as src/diffusion/row_ops.cpp does.
+void row_stats(const float* logits, int64_t n_rows, int64_t n_vocab, int64_t ld, const uint8_t* allowed,
+               RowStats* out, cudaStream_t stream);
 
 /// Rows of the int8 activation buffer gemm_int8 reads per tile of tokens.
 constexpr int64_t kTokenTile = 32;

@@ -282,6 +282,94 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
   for (int i = 0; i < DPL; ++i) out[t * q_stride + h * hd + 32 * i + lane] = o[i] * inv;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Row statistics of the LM head's output: one block per logits row, three passes over the row
+// (max and top-2 with the lowest id on ties; sum of exp in f64; entropy in f64).
+
+constexpr int kStatsThreads = 512;
+constexpr int kStatsWarps = kStatsThreads / 32;
+
+/// Running best (v1 at i1, lowest id on ties) and second-best value v2 (a tie for the top counts).
+struct Top2 {
+  float v1 = -INFINITY;
+  int i1 = 0x7fffffff;
+  float v2 = -INFINITY;
+};
+
+__device__ __forceinline__ void merge(Top2& a, float v1, int i1, float v2) {
+  if (v1 > a.v1 || (v1 == a.v1 && i1 < a.i1)) {
+    a.v2 = fmaxf(a.v1, v2);
+    a.v1 = v1;
+    a.i1 = i1;
+  } else {
+    a.v2 = fmaxf(a.v2, v1);
+  }
+}
+
+__device__ __forceinline__ double block_sum_d(double v, double* red) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  __syncthreads();
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  double t = 0.0;
+  for (int w = 0; w < kStatsWarps; ++w) t += red[w];
+  return t;
+}
+
+__global__ void __launch_bounds__(kStatsThreads)
+    row_stats_kernel(const float* logits, int64_t n_vocab, int64_t ld, const uint8_t* allowed,
+                     RowStats* out) {
+  __shared__ float s_v1[kStatsWarps], s_v2[kStatsWarps];
+  __shared__ int s_i1[kStatsWarps];
+  __shared__ double red[kStatsWarps];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float* l = logits + blockIdx.x * ld;
+  Top2 t;
+  for (int64_t i = threadIdx.x; i < n_vocab; i += kStatsThreads) {
+    if (allowed && !allowed[i]) continue;
+    merge(t, l[i], static_cast<int>(i), -INFINITY);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float v1 = __shfl_xor_sync(kFullMask, t.v1, o), v2 = __shfl_xor_sync(kFullMask, t.v2, o);
+    const int i1 = __shfl_xor_sync(kFullMask, t.i1, o);
+    merge(t, v1, i1, v2);
+  }
+  if (lane == 0) {
+    s_v1[warp] = t.v1;
+    s_v2[warp] = t.v2;
+    s_i1[warp] = t.i1;
+  }
+  __syncthreads();
+  Top2 all;
+  for (int w = 0; w < kStatsWarps; ++w) merge(all, s_v1[w], s_i1[w], s_v2[w]);
+  const float mx = all.v1;
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n_vocab; i += kStatsThreads) {
+    if (allowed && !allowed[i]) continue;
+    sum += exp(static_cast<double>(l[i]) - static_cast<double>(mx));
+  }
+  sum = block_sum_d(sum, red);
+  double ent = 0.0;
+  for (int64_t i = threadIdx.x; i < n_vocab; i += kStatsThreads) {
+    if (allowed && !allowed[i]) continue;
+    const double p = exp(static_cast<double>(l[i]) - static_cast<double>(mx)) / sum;
+    ent += p * log(p + 1e-10);
+  }
+  ent = block_sum_d(ent, red);
+  if (threadIdx.x == 0) {
+    RowStats r;
+    r.token = all.i1 == 0x7fffffff ? -1 : all.i1;  // -1: no allowed id
+    r.max_logit = mx;
+    r.prob = 1.0 / sum;
+    r.margin = (1.0 - exp(static_cast<double>(all.v2) - static_cast<double>(mx))) / sum;
+    r.neg_entropy = ent;
+    out[blockIdx.x] = r;
+  }
+}
+
 }  // namespace
 
 void dequant_rows(WType type, const void* w, int64_t row_bytes, int64_t n_in, const int32_t* row_ids,
@@ -360,6 +448,14 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
                   " has no GPU kernel (32, 64, 96, 128, 192 or 256)");
   }
   DLLM_CHECK_LAUNCH("attention_kernel");
+}
+
+void row_stats(const float* logits, int64_t n_rows, int64_t n_vocab, int64_t ld, const uint8_t* allowed,
+               RowStats* out, cudaStream_t stream) {
+  if (n_rows <= 0) return;
+  row_stats_kernel<<<static_cast<unsigned>(n_rows), kStatsThreads, 0, stream>>>(logits, n_vocab, ld, allowed,
+                                                                                out);
+  DLLM_CHECK_LAUNCH("row_stats_kernel");
 }
 
 }  // namespace dllm::cuda::kern

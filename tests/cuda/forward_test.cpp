@@ -315,6 +315,18 @@ TEST_P(SyntheticGpuForward, MatchesF64Reference) {
   wrong.neox = !ref.neox;
   EXPECT_GT(max_rel_rms(logits, wrong.forward(tokens), rows), 100 * bound);
 
+  // The same rows' statistics computed on the device, with some ids disallowed.
+  std::vector<uint8_t> allowed(fwd.n_vocab(), 1);
+  for (int64_t i = 0; i < fwd.n_vocab(); i += 7) allowed[i] = 0;
+  fwd.set_allowed(allowed);
+  std::vector<cuda::RowStats> stats(rows.size());
+  fwd.forward_stats(tokens, rows, stats.data());
+  for (size_t j = 0; j < rows.size(); ++j) {
+    test::expect_row_stats(
+        stats[j], test::reference_row_stats(&logits[j * fwd.n_vocab()], fwd.n_vocab(), allowed.data()),
+        "row " + std::to_string(rows[j]));
+  }
+
   // A second call with a shorter sequence reuses the buffers.
   const std::vector<int32_t> short_tokens(tokens.begin(), tokens.begin() + 3);
   const std::vector<int32_t> one_row = {1};

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_check.h"
@@ -48,5 +50,47 @@ class DeviceArray {
   T* p_ = nullptr;
   size_t n_ = 0;
 };
+
+/// RowStats of one logits row from their definition (cuda/row_stats.h), in f64: argmax over the
+/// allowed ids with the lowest id on ties, softmax over the allowed ids, top-2 probabilities counting
+/// a tie for the top, sum p log(p + 1e-10).
+inline cuda::RowStats reference_row_stats(const float* l, int64_t n, const uint8_t* allowed) {
+  cuda::RowStats r;
+  double v1 = -INFINITY, v2 = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    if (allowed && !allowed[i]) continue;
+    if (l[i] > v1) {
+      v2 = v1;
+      v1 = l[i];
+      r.token = static_cast<int32_t>(i);
+    } else if (l[i] > v2) {
+      v2 = l[i];  // includes l[i] == v1: a tie for the top
+    }
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (!allowed || allowed[i]) sum += std::exp(double(l[i]) - v1);
+  double ent = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (allowed && !allowed[i]) continue;
+    const double p = std::exp(double(l[i]) - v1) / sum;
+    ent += p * std::log(p + 1e-10);
+  }
+  r.max_logit = static_cast<float>(v1);
+  r.prob = 1.0 / sum;
+  r.margin = (1.0 - std::exp(v2 - v1)) / sum;
+  r.neg_entropy = ent;
+  return r;
+}
+
+/// Expects `got` to be `want` (token exactly, the f64 quantities to 1e-9 relative).
+inline void expect_row_stats(const cuda::RowStats& got, const cuda::RowStats& want,
+                             const std::string& where) {
+  EXPECT_EQ(got.token, want.token) << where;
+  EXPECT_EQ(got.max_logit, want.max_logit) << where;
+  EXPECT_NEAR(got.prob, want.prob, 1e-9 * want.prob) << where;
+  EXPECT_NEAR(got.margin, want.margin, 1e-9 * std::max(1e-12, std::fabs(want.margin)) + 1e-15) << where;
+  EXPECT_NEAR(got.neg_entropy, want.neg_entropy, 1e-9 * std::fabs(want.neg_entropy)) << where;
+}
 
 }  // namespace dllm::test

@@ -274,5 +274,54 @@ TEST(RowKernels, AttentionMatchesCpu) {
   }
 }
 
+TEST(RowStatsReference, HandWorked) {
+  // The test's own reference (gpu_test_util.h) on numbers worked out by hand; runs without a GPU.
+  const float l[5] = {1.0f, 3.0f, 3.0f, 0.0f, 5.0f};
+  const uint8_t allowed[5] = {1, 1, 1, 1, 0};  // id 4 (the largest) disallowed
+  const cuda::RowStats r = test::reference_row_stats(l, 5, allowed);
+  const double sum = std::exp(-2.0) + 1 + 1 + std::exp(-3.0);
+  EXPECT_EQ(r.token, 1);  // the lower id of the tie
+  EXPECT_DOUBLE_EQ(r.prob, 1 / sum);
+  EXPECT_DOUBLE_EQ(r.margin, 0.0);
+  const double p[4] = {std::exp(-2.0) / sum, 1 / sum, 1 / sum, std::exp(-3.0) / sum};
+  double ent = 0;
+  for (double x : p) ent += x * std::log(x + 1e-10);
+  EXPECT_DOUBLE_EQ(r.neg_entropy, ent);
+  const cuda::RowStats all = test::reference_row_stats(l, 5, nullptr);
+  EXPECT_EQ(all.token, 4);
+  EXPECT_NEAR(all.margin, (1 - std::exp(-2.0)) / (std::exp(-4.0) + 2 * std::exp(-2.0) + std::exp(-5.0) + 1),
+              1e-15);
+}
+
+TEST(RowKernels, RowStatsMatchDefinition) {
+  DLLM_REQUIRE_GPU();
+  const int64_t n_vocab = 5003, rows = 4;
+  std::vector<float> l = random_floats(rows * n_vocab, 2.0f, 61);
+  // Row 1: a tie for the top (the lower id wins, margin 0). Row 2: the top id disallowed.
+  l[1 * n_vocab + 10] = 9.0f;
+  l[1 * n_vocab + 4000] = 9.0f;
+  l[2 * n_vocab + 77] = 12.0f;
+  std::vector<uint8_t> allowed(n_vocab, 1);
+  allowed[77] = 0;
+  allowed[3] = 0;
+  DeviceArray<float> ld(l);
+  DeviceArray<uint8_t> ad(allowed);
+  DeviceArray<cuda::RowStats> out(rows);
+  for (const bool mask : {false, true}) {
+    cuda::kern::row_stats(ld.get(), rows, n_vocab, n_vocab, mask ? ad.get() : nullptr, out.get(), nullptr);
+    const auto got = out.host();
+    for (int64_t r = 0; r < rows; ++r) {
+      test::expect_row_stats(
+          got[r], test::reference_row_stats(&l[r * n_vocab], n_vocab, mask ? allowed.data() : nullptr),
+          "row " + std::to_string(r) + (mask ? " masked" : ""));
+    }
+    EXPECT_EQ(got[1].token, 10);
+    EXPECT_EQ(got[1].margin, 0.0);
+    if (mask) {
+      EXPECT_NE(got[2].token, 77);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dllm
