@@ -159,8 +159,9 @@ fi
 RESULTS="$ROOT/bench/results/gpu-check-$(date -u +%Y%m%dT%H%M%SZ).json"
 BENCH_LINES=()
 if [[ "$BENCH" == 1 && ( "$PART" == 1 || "$PART" == all ) ]]; then
-  SYN=/tmp/dllm-synthetic-llada-8b.gguf
-  [[ -f "$SYN" ]] || "$BIN/make_synthetic_gguf" --arch llada --out "$SYN" >&2
+  # DLLM_SYNTHETIC_LAYERS (default: the real 32) only makes a quick dry run of this script cheaper.
+  SYN=/tmp/dllm-synthetic-llada-${DLLM_SYNTHETIC_LAYERS:-32}l.gguf
+  [[ -f "$SYN" ]] || "$BIN/make_synthetic_gguf" --arch llada --out "$SYN" --layers "${DLLM_SYNTHETIC_LAYERS:-32}" >&2
   for canvas in 141 512; do
     for gemm in int8 cublas; do
       line=$("$BIN/dllm_gpu_bench" "$SYN" --canvas "$canvas" --rows 32 --gemm "$gemm" --steps 10 --warmup 2) ||
