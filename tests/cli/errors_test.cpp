@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -155,6 +156,92 @@ TEST_F(ModelErrors, NotAGgufFile) {
   const RunResult r = run_on(path);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+}
+
+/// Malformed GGUF files through the binary (the reader's own tests cover every field; these check that
+/// each class of damage reaches the user as one ERROR line naming the file and the problem, exit 1).
+/// The file: 2 F32 tensors "t0" [32] and "t1" [32], no metadata, so every offset is known:
+/// magic 0, version 4, counts 8/16, tensor info k at 24 + k * 48: name length (8), name (2), n_dims (4),
+/// ne[0] (8), type (4), offset (8).
+class GgufDamage : public ::testing::Test {
+ protected:
+  static constexpr size_t kInfo0 = 24, kInfoSize = 8 + 2 + 4 + 8 + 4 + 8;
+  std::vector<uint8_t> base() {
+    gguf::GgufWriter w;
+    std::vector<float> x(32, 1.0f);
+    w.add_tensor("t0", GgmlType::F32, {32}, x.data(), x.size() * 4);
+    w.add_tensor("t1", GgmlType::F32, {32}, x.data(), x.size() * 4);
+    return w.to_bytes();
+  }
+  template <typename T>
+  static void put(std::vector<uint8_t>& b, size_t at, T v) {
+    std::memcpy(b.data() + at, &v, sizeof v);
+  }
+  void expect_damage(const std::vector<uint8_t>& bytes, const std::string& needle) {
+    const std::string path = (dir_ / "damaged.gguf").string();
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"inspect", path}, {"run", "--model", path, "--prompt", "Hi", "--max-tokens", "8"}}) {
+      const RunResult r = run_dllm(args);
+      EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.err;
+      EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+      EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(needle), std::string::npos) << "want '" << needle << "' in: " << r.err;
+      EXPECT_EQ(r.out, "");
+    }
+  }
+  TempDir dir_;
+};
+
+TEST_F(GgufDamage, TheUndamagedFileOpens) {
+  const std::string path = (dir_ / "ok.gguf").string();
+  const std::vector<uint8_t> b = base();
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), b.size());
+  const RunResult r = run_dllm({"inspect", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("t1"), std::string::npos);
+}
+
+TEST_F(GgufDamage, WrongMagic) {
+  auto b = base();
+  b[3] = 'X';
+  expect_damage(b, "not a GGUF file");
+}
+
+TEST_F(GgufDamage, UnsupportedVersion) {
+  auto b = base();
+  put<uint32_t>(b, 4, 7);
+  expect_damage(b, "unsupported GGUF version 7");
+}
+
+TEST_F(GgufDamage, TooManyDimensions) {
+  auto b = base();
+  put<uint32_t>(b, kInfo0 + 10, 5);
+  expect_damage(b, "n_dims 5");
+}
+
+TEST_F(GgufDamage, UnknownGgmlType) {
+  auto b = base();
+  put<uint32_t>(b, kInfo0 + 10 + 4 + 8, 1234);
+  expect_damage(b, "unknown ggml type id 1234");
+}
+
+TEST_F(GgufDamage, DuplicateTensorName) {
+  auto b = base();
+  ASSERT_EQ(b[kInfo0 + kInfoSize + 9], '1');
+  b[kInfo0 + kInfoSize + 9] = '0';  // "t1" -> "t0"
+  expect_damage(b, "duplicate tensor name 't0'");
+}
+
+TEST_F(GgufDamage, TensorDataPastTheEnd) {
+  auto b = base();
+  put<uint64_t>(b, kInfo0 + kInfoSize + 10 + 4 + 8 + 4, uint64_t{1} << 40);
+  expect_damage(b, "past the end of the file");
+}
+
+TEST_F(GgufDamage, EmptyFile) {
+  expect_damage({}, "empty");
 }
 
 TEST(CliErrors, MissingModelFile) {
