@@ -134,6 +134,40 @@ TEST_F(ModelErrors, MissingTensor) {
   expect_error(run_on(path), "required tensor missing: output_norm.weight", 1);
 }
 
+TEST_F(ModelErrors, UnknownPreTokenizer) {
+  const std::string path = (dir_ / "pre.gguf").string();
+  rewrite_gguf(
+      llada_path(), path,
+      [](gguf::KeyValue& kv) {
+        if (kv.key == "tokenizer.ggml.pre") kv.value.s = "mystery-pre";
+        return true;
+      },
+      nullptr);
+  for (const RunResult& r : {run_on(path), run_dllm({"tokenize", "--model", path, "--prompt", "Hi"})}) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find("mystery-pre"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(ModelErrors, UnknownChatTemplateSuggestsNoChat) {
+  const std::string path = (dir_ / "template.gguf").string();
+  rewrite_gguf(
+      llada_path(), path,
+      [](gguf::KeyValue& kv) {
+        if (kv.key == "tokenizer.chat_template") kv.value.s = "{{ messages }} in a template nobody knows";
+        return true;
+      },
+      nullptr);
+  const RunResult r = run_on(path);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("--no-chat"), std::string::npos) << r.err;
+  const RunResult raw =
+      run_dllm({"run", "--model", path, "--prompt", "Hi", "--max-tokens", "8", "--steps", "8", "--no-chat"});
+  EXPECT_EQ(raw.exit_code, 0) << raw.err;
+}
+
 TEST_F(ModelErrors, TruncatedFile) {
   const std::vector<char> bytes = read_file(llada_path());
   ASSERT_GT(bytes.size(), 2000000u);
