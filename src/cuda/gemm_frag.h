@@ -128,6 +128,22 @@ DLLM_HD float q6k_factor(const uint8_t* blk, int j) {
   return ld_f16(blk + 208) * static_cast<float>(static_cast<int8_t>(blk[192 + j]));
 }
 
+/// Int8 activations (kernels.h: q n_tok x n_in, ds n_tok x n_in/32 pairs), relative to the first
+/// token of the block's token tile. B fragment of lane (group, tig) for token tile nt (tokens 8 nt..):
+/// token 8 nt + group, values 32 g + 4 tig..+3 (reg0) and + 16 (reg1) for the Q4_K sub-block whose
+/// activation group is g; for the Q6_K sub-block j of super-block sb, values 256 sb + 16 j + 4 tig..+3.
+DLLM_HD int64_t b_offset_k32(int64_t n_in, int nt, int group, int tig, int64_t g) {
+  return (8 * nt + group) * n_in + 32 * g + 4 * tig;
+}
+DLLM_HD int64_t b_offset_k16(int64_t n_in, int nt, int group, int tig, int64_t sb, int j) {
+  return (8 * nt + group) * n_in + 256 * sb + 16 * j + 4 * tig;
+}
+/// Index (in floats) of the {d, d * sum} pair of activation group g for the token of C column 2 tig
+/// of token tile nt; the pair of column 2 tig + 1 follows n_groups pairs later.
+DLLM_HD int64_t ds_index(int64_t n_groups, int nt, int tig, int64_t g) {
+  return 2 * ((8 * nt + 2 * tig) * n_groups + g);
+}
+
 /// Adds one sub-block's integer tile c into acc: rows group / group + 8 have factors fa / fb and min
 /// terms ma / mb; ds0 / ds1 are the {d, d * sum} pairs of tokens 2 tig and 2 tig + 1 for this
 /// sub-block's 32 activation values. y += f * d_a * S - m * (d_a * sum a).

@@ -74,9 +74,10 @@ __global__ void __launch_bounds__(32 * kWarps)
   const uint8_t* wb = w + min(row_b, n_out - 1) * row_bytes;
   const int64_t tok0 = blockIdx.y * kTokenTile;
   const int64_t n_groups = n_in / 32;
-  // B fragment source: token tok0 + 8 nt + group; C columns: tokens tok0 + 8 nt + 2 tig + {0, 1}.
-  const int8_t* qb = q + (tok0 + group) * n_in + 4 * tig;
-  const float* dsc = ds + 2 * (tok0 + 2 * tig) * n_groups;
+  // This block's token tile: B fragments and activation scales by gemm_frag.h's offsets from here;
+  // C columns are tokens tok0 + 8 nt + 2 tig + {0, 1}.
+  const int8_t* qt0 = q + tok0 * n_in;
+  const float* ds_t0 = ds + 2 * tok0 * n_groups;
 
   float acc[kTokTiles][4] = {};
   const int64_t n_sb = n_in / 256;
@@ -94,11 +95,11 @@ __global__ void __launch_bounds__(32 * kWarps)
         const int64_t g = sb * 8 + j;  // activation group of these 32 values
 #pragma unroll
         for (int nt = 0; nt < kTokTiles; ++nt) {
-          const int8_t* qt = qb + (8 * nt) * n_in + 32 * g;
+          const int8_t* qt = qt0 + frag::b_offset_k32(n_in, nt, group, tig, g);
           const uint32_t b[2] = {frag::ld32(qt), frag::ld32(qt + 16)};
           int c[4] = {0, 0, 0, 0};
           mma_k32(c, a, b);
-          const float* ds0 = dsc + 2 * ((8 * nt) * n_groups + g);
+          const float* ds0 = ds_t0 + frag::ds_index(n_groups, nt, tig, g);
           frag::accumulate(acc[nt], c, fa, fb, mfa, mfb, ds0, ds0 + 2 * n_groups);
         }
       }
@@ -113,10 +114,10 @@ __global__ void __launch_bounds__(32 * kWarps)
         const int64_t g = sb * 8 + j / 2;
 #pragma unroll
         for (int nt = 0; nt < kTokTiles; ++nt) {
-          const uint32_t b = frag::ld32(qb + (8 * nt) * n_in + 256 * sb + 16 * j);
+          const uint32_t b = frag::ld32(qt0 + frag::b_offset_k16(n_in, nt, group, tig, sb, j));
           int c[4] = {0, 0, 0, 0};
           mma_k16(c, a, b);
-          const float* ds0 = dsc + 2 * ((8 * nt) * n_groups + g);
+          const float* ds0 = ds_t0 + frag::ds_index(n_groups, nt, tig, g);
           frag::accumulate(acc[nt], c, fa, fb, 0.0f, 0.0f, ds0, ds0 + 2 * n_groups);
         }
       }
