@@ -373,7 +373,7 @@ TEST(CliErrors, LongerThanTheModelContext) {
   const uint64_t n_ctx = f.get_u64("llada.context_length");
   RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "What is 2+2?", "--max-tokens", "5000",
                           "--block-length", "5000"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 2);  // a usage error: shorten the prompt or --max-tokens
   EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
   EXPECT_NE(r.err.find("5018"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(std::to_string(n_ctx)), std::string::npos) << r.err;
@@ -381,7 +381,7 @@ TEST(CliErrors, LongerThanTheModelContext) {
   std::string prompt;
   for (uint64_t i = 0; i < n_ctx + 100; ++i) prompt += " hello";
   r = run_dllm({"run", "--model", llada_path(), "--prompt", prompt, "--no-chat", "--max-tokens", "8"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 2);  // a usage error: shorten the prompt or --max-tokens
   EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
   EXPECT_NE(r.err.find("prompt"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(std::to_string(n_ctx)), std::string::npos) << r.err;
