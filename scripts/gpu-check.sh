@@ -7,7 +7,7 @@
 #   scripts/gpu-check.sh stage [--part 1|2]     on a machine WITHOUT the GPU: build sm_90 binaries and
 #                                                copy what the run needs into .gpu-stage/ (git-ignored
 #                                                through .git/info/exclude), to be carried to the device
-#   scripts/gpu-check.sh run [--part 1|2|all] [--arch 90] [--prebuilt] [--no-bench]
+#   scripts/gpu-check.sh run [--part 1|2|all] [--arch 90] [--prebuilt] [--no-bench] [--sanitize]
 #                                                on the GPU machine: build (or use the staged binaries),
 #                                                test, time; results under $OUT too when OUT is set
 #
@@ -32,12 +32,14 @@ PART=all
 ARCH=90
 PREBUILT=0
 BENCH=1
+SANITIZE=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --part) PART="$2"; shift 2 ;;
     --arch) ARCH="$2"; shift 2 ;;
     --prebuilt) PREBUILT=1; shift ;;
     --no-bench) BENCH=0; shift ;;
+    --sanitize) SANITIZE=1; shift ;;
     *) echo "ERROR: unknown argument $1 (see the header of scripts/gpu-check.sh)" >&2; exit 2 ;;
   esac
 done
@@ -87,13 +89,14 @@ if [[ "$MODE" == stage ]]; then
 fi
 
 if [[ "$MODE" != run ]]; then
-  echo "usage: scripts/gpu-check.sh stage --part 1|2 | run [--part 1|2|all] [--arch 90] [--prebuilt] [--no-bench]" >&2
+  echo "usage: scripts/gpu-check.sh stage --part 1|2 | run [--part 1|2|all] [--arch 90] [--prebuilt] [--no-bench] [--sanitize]" >&2
   exit 2
 fi
 
 T0=$(date +%s)
-# $OUT (the device tool's return folder, at most 8 files) gets the test logs, the GPU logits dumps
-# of part 2 and the results file; without OUT the logs stay in build-gpu-logs/.
+# $OUT (the device tool's return folder, at most 8 files) gets the test logs (part 1: 5 with the
+# sanitizer's), the GPU logits dumps of part 2 (6) and the results file; without OUT the logs stay in
+# build-gpu-logs/.
 LOGDIR="${OUT:-$ROOT/build-gpu-logs}"
 mkdir -p "$LOGDIR" "$ROOT/build-gpu-logs" "$ROOT/bench/results"
 nvidia-smi --query-gpu=name,memory.total,memory.free,driver_version --format=csv,noheader >&2 || say "nvidia-smi failed"
@@ -150,6 +153,19 @@ if [[ "$PART" == 1 || "$PART" == all ]]; then
   else
     run_test cuda_forward_test '*'
   fi
+fi
+# --sanitize: compute-sanitizer (memcheck) over the kernel tests and one small forward, for
+# out-of-bounds reads and writes that happen not to change a result (up to 7 minutes more). Part 1.
+if [[ "$SANITIZE" == 1 && ("$PART" == 1 || "$PART" == all) ]] && command -v compute-sanitizer >/dev/null; then
+  san_rc=0
+  {
+    timeout 120 compute-sanitizer --tool memcheck --error-exitcode 7 "$BIN/cuda_ops_test" || san_rc=$?
+    timeout 120 compute-sanitizer --tool memcheck --error-exitcode 7 "$BIN/cuda_gemm_test" || san_rc=$?
+    timeout 180 compute-sanitizer --tool memcheck --error-exitcode 7 "$BIN/cuda_forward_test" \
+      --gtest_filter='*SyntheticGpuForward*q4km*' || san_rc=$?
+  } >"$LOGDIR/compute-sanitizer.log" 2>&1
+  grep -E 'ERROR SUMMARY|Invalid|out of bounds' "$LOGDIR/compute-sanitizer.log" | head -20 || true
+  TEST_RC[compute-sanitizer]=$san_rc
 fi
 if [[ "$PART" == 2 ]]; then
   DLLM_GPU_LOGITS_OUT="$LOGDIR" run_test cuda_forward_test '*ReferenceLogits*dream*'

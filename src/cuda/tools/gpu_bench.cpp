@@ -9,6 +9,7 @@
 // per step (median, min, mean), load seconds, device bytes.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
