@@ -289,6 +289,8 @@ struct GpuForward::Impl {
     tokens_dev = alloc(L * 4);
     rows_dev = alloc(L * 4);
     stats = alloc(L * sizeof(RowStats));
+    // The memsets above ran on the legacy default stream, which a non-blocking stream does not wait for.
+    DLLM_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
   /// Uploads one matrix in its device layout (Q6_K repacked to padded blocks in host chunks) and
