@@ -39,7 +39,8 @@ struct RunReport {
 /// The --json object: {"text", "tokens" (answer ids), "generated", "prompt_tokens", "n_prompt_tokens",
 /// "steps_run", "steps_planned", "stopped_early", "ended_with_end_token", "timings": {"load_ms",
 /// "tokenize_ms", "step_ms": [...], "forward_ms": [...], "generate_ms", "total_ms"}, "peak_rss_bytes",
-/// "model", "arch", "quant_mix", "device", "isa", "threads", "seed", "sampler", "max_tokens", "warnings"}, one line.
+/// "model", "arch", "quant_mix", "device", "isa", "threads", "seed", "sampler", "max_tokens", "warnings"},
+/// one line.
 std::string report_json(const RunReport& r);
 
 /// The --verbose closing lines (stderr): steps, total, ms per step, peak RSS.
