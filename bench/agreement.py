@@ -68,7 +68,9 @@ def record(j, wall_ms):
     return {"tokens": j["tokens"], "text": j["text"], "steps_run": j["steps_run"],
             "generate_ms": j["timings"]["generate_ms"], "wall_ms": wall_ms,
             "ms_per_token": j["timings"]["generate_ms"] / max(1, j["max_tokens"]),
-            "ms_per_step": j["timings"]["generate_ms"] / steps, "sampler": j["sampler"]}
+            "ms_per_step": j["timings"]["generate_ms"] / steps, "sampler": j["sampler"],
+            "median_forward_ms": statistics.median(j["timings"]["forward_ms"]) if j["timings"]["forward_ms"] else 0,
+            "forward_ms": j["timings"]["forward_ms"]}
 
 
 def summarize(per_prompt, arm_names):
@@ -78,7 +80,8 @@ def summarize(per_prompt, arm_names):
         s = {"mean_steps": statistics.mean(r["steps_run"] for r in rows),
              "mean_generate_ms": statistics.mean(r["generate_ms"] for r in rows),
              "mean_ms_per_token": statistics.mean(r["ms_per_token"] for r in rows),
-             "mean_ms_per_step": statistics.mean(r["ms_per_step"] for r in rows)}
+             "mean_ms_per_step": statistics.mean(r["ms_per_step"] for r in rows),
+             "mean_median_forward_ms": statistics.mean(r["median_forward_ms"] for r in rows)}
         if name != "exact":
             s["mean_token_agreement"] = statistics.mean(r["token_agreement"] for r in rows)
             s["min_token_agreement"] = min(r["token_agreement"] for r in rows)
