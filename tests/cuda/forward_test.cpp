@@ -337,6 +337,33 @@ TEST_P(SyntheticGpuForward, MatchesF64Reference) {
   EXPECT_LE(max_rel_rms(short_logits, ref.forward(short_tokens), one_row), bound);
 }
 
+/// The f64 reference above, int8-path mode, against our CPU forward pass (which rounds to Q8_K the
+/// same way and is itself checked against an f64 forward in tests/cpu): a check of this test's own
+/// reference that runs without a GPU.
+TEST(SyntheticReference, Int8ModeMatchesCpuForward) {
+  for (const std::string arch : {"llada", "dream"}) {
+    const SyntheticSpec spec = make_spec(Case{arch, arch, WeightMix::kQ4KM, cuda::GpuGemm::kInt8});
+    test::TempDir dir;
+    const std::string path = (dir / "m.gguf").string();
+    const SyntheticModel synth = test::write_synthetic_model(spec, path);
+    const auto file = gguf::GgufFile::open(path);
+    const auto model = model::Model::load(file);
+    const auto tokens = random_tokens(3, spec.n_vocab, 7);
+    const std::vector<int32_t> rows = {0, 1, 2};
+    cpu::ForwardOptions opt;
+    opt.max_tokens = 3;
+    opt.n_threads = 1;
+    cpu::CpuForward fwd(model, opt);
+    std::vector<float> logits(rows.size() * fwd.n_vocab());
+    fwd.forward(tokens, rows, logits.data());
+    const Reference ref{synth, arch == "dream", false};
+    const double err = max_rel_rms(logits, ref.forward(tokens), rows);
+    std::printf("[figures] %s q4km: CPU forward vs this test's f64 reference (int8 mode) %.2e\n",
+                arch.c_str(), err);
+    EXPECT_LE(err, 1e-5) << arch;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, SyntheticGpuForward,
     ::testing::Values(Case{"llada_q4km_int8", "llada", WeightMix::kQ4KM, cuda::GpuGemm::kInt8},
