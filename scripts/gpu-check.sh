@@ -221,7 +221,7 @@ for k in "${!TEST_RC[@]}"; do
   printf '%-20s %s\n' "$k" "$s"
 done
 if [[ ${#BENCH_LINES[@]} -gt 0 ]]; then
-  printf '%-8s %-8s %12s\n' canvas gemm ms/step
+  printf '%-8s %-8s %12s %18s\n' canvas gemm ms/step "ms/step (stats)"
   python3 - "${BENCH_LINES[@]}" <<'EOF'
 import json, sys
 for line in sys.argv[1:]:
@@ -229,8 +229,9 @@ for line in sys.argv[1:]:
         r = json.loads(line)
     except ValueError:
         continue
-    ms = r.get("ms_per_step_median")
-    print(f"{r.get('canvas', '?'):<8} {r.get('gemm', '?'):<8} {('%.2f' % ms) if ms is not None else 'error':>12}")
+    ms, st = r.get("ms_per_step_median"), r.get("ms_per_step_stats_median")
+    fmt = lambda v: ("%.2f" % v) if v is not None else "error"
+    print(f"{r.get('canvas', '?'):<8} {r.get('gemm', '?'):<8} {fmt(ms):>12} {fmt(st):>18}")
 EOF
 fi
 fail=0

@@ -5,8 +5,9 @@
 //
 // A step = GpuForward::forward over N tokens (random ids) with logits for R rows (the last R
 // positions: one block of the canvas, as a block-wise sampler asks), including the copy of the
-// logits to the host. Prints one JSON object on stdout: model, gpu, gemm, canvas, rows, steps, ms
-// per step (median, min, mean), load seconds, device bytes.
+// logits to the host; then the same steps through forward_stats (statistics per row instead of
+// logits). Prints one JSON object on stdout: model, gpu, gemm, canvas, rows, steps, ms per step
+// (median, min, mean; median with forward_stats), load seconds, device bytes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -83,23 +84,33 @@ int main(int argc, char** argv) {
       fwd.forward(tokens, rows, logits.data());
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
+    // The same steps through forward_stats: per-row statistics on the device, 32 bytes per row back
+    // instead of the logits rows (what a temperature-0 sampler needs).
+    std::vector<cuda::RowStats> stats(rows_n);
+    std::vector<double> ms_stats;
+    for (int i = 0; i < steps; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      fwd.forward_stats(tokens, rows, stats.data());
+      ms_stats.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    auto median_of = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    };
     double mean = 0;
     for (double m : ms) mean += m / ms.size();
-    const double median = sorted.size() % 2
-                              ? sorted[sorted.size() / 2]
-                              : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    const double min_ms = *std::min_element(ms.begin(), ms.end());
     bool finite = true;
     for (float x : logits) finite = finite && std::isfinite(x);
     std::printf(
         "{\"model\": \"%s\", \"arch\": \"%s\", \"gpu\": \"%s\", \"gemm\": \"%s\", \"canvas\": %lld, "
-        "\"rows\": %lld, "
-        "\"steps\": %d, \"ms_per_step_median\": %.3f, \"ms_per_step_min\": %.3f, \"ms_per_step_mean\": %.3f, "
-        "\"load_s\": %.2f, \"weight_bytes\": %zu, \"buffer_bytes\": %zu, \"logits_finite\": %s}\n",
+        "\"rows\": %lld, \"steps\": %d, \"ms_per_step_median\": %.3f, \"ms_per_step_min\": %.3f, "
+        "\"ms_per_step_mean\": %.3f, \"ms_per_step_stats_median\": %.3f, \"load_s\": %.2f, "
+        "\"weight_bytes\": %zu, \"buffer_bytes\": %zu, \"logits_finite\": %s}\n",
         path.c_str(), model.config().arch_name.c_str(), fwd.gpu().name.c_str(), cuda::gpu_gemm_name(gemm),
-        (long long)canvas, (long long)rows_n, steps, median, sorted.front(), mean, load_s, fwd.weight_bytes(),
-        fwd.buffer_bytes(), finite ? "true" : "false");
+        (long long)canvas, (long long)rows_n, steps, median_of(ms), min_ms, mean, median_of(ms_stats), load_s,
+        fwd.weight_bytes(), fwd.buffer_bytes(), finite ? "true" : "false");
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "ERROR: %s\n", e.what());
