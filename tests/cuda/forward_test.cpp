@@ -398,6 +398,19 @@ TEST(GpuForwardErrors, BadInputsLikeCpu) {
   EXPECT_EQ(message({}, {}), "forward: 0 tokens, expected 1..4 (max_tokens)");
   EXPECT_EQ(message({1, 97}, {0}), "token id 97 at position 1 is outside the vocabulary [0, 97)");
   EXPECT_EQ(message({1, 2}, {2}), "logits row 2 is outside the sequence [0, 2)");
+
+  // Too little device memory: both numbers in the message, before anything is uploaded.
+  cuda::GpuForwardOptions huge;
+  huge.max_tokens = int64_t{1} << 34;  // activation buffers of terabytes
+  try {
+    cuda::GpuForward too_big(model, huge);
+    FAIL() << "no error for max_tokens 2^34";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("model needs ", 0), 0u) << m;
+    EXPECT_NE(m.find(" MiB of GPU memory, GPU "), std::string::npos) << m;
+    EXPECT_NE(m.find(" MiB free"), std::string::npos) << m;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
