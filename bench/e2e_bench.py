@@ -22,8 +22,14 @@ masks to sample; the forward pass, the figure compared, covers the same canvas l
 The machine is shared: every run records the 1-minute load average before and after it, and the
 process's CPU time (user + system) beside its wall time.
 
+With --steps-long N each repeat also runs both tools with N steps, and the per-step wall and CPU time
+(user + system, both threads) are also taken from the difference of the two runs, which cancels load,
+set-up and first-step costs on both sides; the CPU figure is the one least disturbed by other
+processes on a shared machine (spin-waiting threads still count).
+
 Usage: bench/e2e_bench.py [--bin build/bin] [--model PATH] [--threads 2] [--prompt-tokens 13]
-                          [--gen 128] [--steps 4] [--repeats 3] [--isa NAME] [--peak-json FILE]
+                          [--gen 128] [--steps 4] [--steps-long 0] [--repeats 3] [--isa NAME]
+                          [--peak-json FILE] [--note TEXT]
 """
 import argparse
 import datetime
@@ -144,7 +150,7 @@ def run_ours(cmd):
     j = json.loads(out)
     t = j["timings"]
     steps, fwd = t.get("step_ms") or [], t.get("forward_ms") or []
-    return {"step_ms": steps, "forward_ms": fwd,
+    return {"step_ms": steps, "forward_ms": fwd, "sum_step_ms": sum(steps),
             "median_step_ms": statistics.median(steps), "mean_step_ms": statistics.fmean(steps),
             "median_forward_ms": statistics.median(fwd), "mean_forward_ms": statistics.fmean(fwd),
             "load_ms": t.get("load_ms"), "peak_rss_bytes": j.get("peak_rss_bytes"),
@@ -183,6 +189,70 @@ def run_llama(cmd, steps):
     return r
 
 
+def slope(short, long, key, n_short, n_long):
+    """Per-step cost from a short and a long run of one tool: (long - short) / (extra steps). Load,
+    set-up and a slow first step cancel out."""
+    if short.get(key) is None or long.get(key) is None:
+        return None
+    return (long[key] - short[key]) / (n_long - n_short)
+
+
+def summarize(result):
+    """Fills the derived figures of a results file from its raw runs (so they can be recomputed).
+
+    forward_ms_per_step / step_ms_per_step: median over all runs (short and long) of each run's mean
+    over its steps, for ours and for llama.cpp alike (llama-diffusion-cli prints only that mean);
+    speedup_forward is the ratio of the two. slope: per-step sum of step times and CPU seconds from the
+    difference between each repeat's short and long run; speedup_slope_* are the ratios."""
+    ours = result["runs"] + result.get("runs_long", [])
+    all_steps = [s for r in ours for s in r["step_ms"]]
+    result["median_step_ms"] = statistics.median(all_steps)
+    result["median_forward_ms"] = statistics.median([s for r in ours for s in r["forward_ms"]])
+    result["step_ms_per_step"] = statistics.median([r["mean_step_ms"] for r in ours])
+    result["forward_ms_per_step"] = statistics.median([r["mean_forward_ms"] for r in ours])
+    result["load_ms"] = statistics.median([r["load_ms"] for r in ours])
+    result["peak_rss_bytes"] = max(r["peak_rss_bytes"] or 0 for r in ours)
+    result["rss_over_file"] = result["peak_rss_bytes"] / result["model_bytes"]
+    result["rss_limit_bytes"] = int(1.15 * result["model_bytes"] + 0.5 * 2**30)
+    d = (result.get("steps_long") or 0) - result["steps"]
+    if result.get("runs_long"):
+        result["slope"] = {
+            "wall_ms_per_step": statistics.median(
+                [slope(s, l, "sum_step_ms", 0, d) for s, l in zip(result["runs"], result["runs_long"])]),
+            "cpu_s_per_step": statistics.median(
+                [slope(s, l, "cpu_s", 0, d) for s, l in zip(result["runs"], result["runs_long"])])}
+    if "floor" in result:
+        f = result["floor"]
+        f.pop("floor_over_median_forward", None)
+        f["floor_ms_per_step"] = result["ops_per_step"] / (f["peak_zmm_vpdpbusd_gops_per_core"] * 1e9 *
+                                                           result["threads"]) * 1e3
+        f["floor_over_forward_ms_per_step"] = f["floor_ms_per_step"] / result["forward_ms_per_step"]
+        if "slope" in result:
+            # CPU seconds per step against the peak of both cores' seconds: independent of other load.
+            f["floor_cpu_s_per_step"] = f["floor_ms_per_step"] / 1e3 * result["threads"]
+            f["floor_over_slope_cpu"] = f["floor_cpu_s_per_step"] / result["slope"]["cpu_s_per_step"]
+    lc = result.get("llama_cpp")
+    if not lc:
+        return result
+    theirs = [t for t in lc["runs"] + lc.get("runs_long", []) if "step_ms" in t]
+    lc["peak_rss_bytes"] = max((t["peak_rss_bytes"] or 0) for t in lc["runs"] + lc.get("runs_long", []))
+    for k in ("median_step_ms", "median_forward_ms", "ours_median_of_mean_forward_ms"):
+        lc.pop(k, None)
+    if theirs:
+        lc["step_ms_per_step"] = statistics.median([t["step_ms"] for t in theirs])
+        lc["forward_ms_per_step"] = statistics.median([t["forward_ms"] for t in theirs])
+        lc["speedup_forward"] = lc["forward_ms_per_step"] / result["forward_ms_per_step"]
+    pairs = [(s, l) for s, l in zip(lc["runs"], lc.get("runs_long", [])) if "total_ms" in s and "total_ms" in l]
+    if pairs and "slope" in result:
+        lc["slope"] = {
+            # total_ms excludes llama.cpp's load and covers forward + sampling, like our sum of step_ms.
+            "wall_ms_per_step": statistics.median([slope(s, l, "total_ms", 0, d) for s, l in pairs]),
+            "cpu_s_per_step": statistics.median([slope(s, l, "cpu_s", 0, d) for s, l in pairs])}
+        result["speedup_slope_wall"] = lc["slope"]["wall_ms_per_step"] / result["slope"]["wall_ms_per_step"]
+        result["speedup_slope_cpu"] = lc["slope"]["cpu_s_per_step"] / result["slope"]["cpu_s_per_step"]
+    return result
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", type=Path, default=Path(os.environ.get("DLLM_BIN_DIR", ROOT / "build" / "bin")),
@@ -193,81 +263,76 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=13)
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--steps-long", type=int, default=0,
+                    help="also run both tools with this many steps in each repeat; per-step wall and CPU "
+                         "time then also come from the difference of the two runs (0: off)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--isa", default=None)
     ap.add_argument("--peak-json", type=Path, default=None,
                     help="a bench/results/qgemm-*.json whose context has peak_zmm_vpdpbusd_gops: adds the floor")
     ap.add_argument("--note", default="", help="free text stored in the results file")
     ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more flags for dllm run")
+    ap.add_argument("--summarize", type=Path, nargs="+", default=None,
+                    help="recompute the derived figures of existing results files from their raw runs and exit")
     a = ap.parse_args()
+    if a.summarize:
+        for path in a.summarize:
+            r = summarize(json.loads(path.read_text()))
+            for k in ("mean_step_ms", "mean_forward_ms"):
+                r.pop(k, None)
+            path.write_text(json.dumps(r, indent=2) + "\n")
+        return
 
     bindir = a.bin if a.bin.is_absolute() else (Path.cwd() / a.bin)
     ensure_model(a.model, a.arch, bindir)
     prompt = prompt_with_n_tokens(bindir, a.model, a.prompt_tokens)
     canvas = a.prompt_tokens + a.gen
-    ours_cmd = [str(bindir / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt,
-                "--max-tokens", str(a.gen), "--block-length", str(a.gen), "--steps", str(a.steps),
-                "--threads", str(a.threads), "--no-early-stop", "--json"]
-    if a.isa:
-        ours_cmd += ["--isa", a.isa]
-    ours_cmd += a.extra
+
+    def ours_cmd(steps):
+        cmd = [str(bindir / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt,
+               "--max-tokens", str(a.gen), "--block-length", str(a.gen), "--steps", str(steps),
+               "--threads", str(a.threads), "--no-early-stop", "--json"]
+        return cmd + (["--isa", a.isa] if a.isa else []) + a.extra
+
     llama = os.environ.get("LLAMA_DIFFUSION_CLI")
-    lcmd = llama_cmd(llama, a.model, prompt, canvas, a.steps, a.threads) if llama else None
-
-    ours, theirs = [], []
+    step_counts = [a.steps] + ([a.steps_long] if a.steps_long else [])
+    ours = {n: [] for n in step_counts}
+    theirs = {n: [] for n in step_counts}
     for i in range(a.repeats):
-        ours.append(run_ours(ours_cmd))
-        o = ours[-1]
-        print(f"[{i + 1}/{a.repeats}] dllm: {o['median_step_ms']:.0f} ms/step median, forward "
-              f"{o['median_forward_ms']:.0f} ms, load {o['load_ms']:.0f} ms, load avg {o['loadavg_before']}",
-              file=sys.stderr)
-        if lcmd:
-            theirs.append(run_llama(lcmd, a.steps))
-            t = theirs[-1]
-            print(f"[{i + 1}/{a.repeats}] llama-diffusion-cli: {t.get('step_ms')} ms/step, forward "
-                  f"{t.get('forward_ms')} ms (rc {t['rc']}), load avg {t['loadavg_before']}", file=sys.stderr)
+        for n in step_counts:
+            ours[n].append(run_ours(ours_cmd(n)))
+            o = ours[n][-1]
+            print(f"[{i + 1}/{a.repeats}] dllm {n} steps: {o['median_step_ms']:.0f} ms/step median, forward "
+                  f"{o['median_forward_ms']:.0f} ms, load {o['load_ms']:.0f} ms, cpu {o['cpu_s']} s, "
+                  f"load avg {o['loadavg_before']}", file=sys.stderr)
+            if llama:
+                theirs[n].append(run_llama(llama_cmd(llama, a.model, prompt, canvas, n, a.threads), n))
+                t = theirs[n][-1]
+                print(f"[{i + 1}/{a.repeats}] llama-diffusion-cli {n} steps: {t.get('step_ms')} ms/step, forward "
+                      f"{t.get('forward_ms')} ms (rc {t['rc']}), cpu {t['cpu_s']} s, load avg {t['loadavg_before']}",
+                      file=sys.stderr)
 
-    all_steps = [s for r in ours for s in r["step_ms"]]
-    all_fwd = [s for r in ours for s in r["forward_ms"]]
     macs = matmul_params(bindir, a.model)
     result = {
         "kind": "e2e",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine(), "commit": commit(), "command": " ".join(ours_cmd), "note": a.note,
+        "machine": machine(), "commit": commit(), "command": " ".join(ours_cmd(a.steps)), "note": a.note,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "model": a.model.name, "model_bytes": a.model.stat().st_size, "arch": a.arch,
         "threads": a.threads, "prompt_tokens": a.prompt_tokens, "canvas": canvas, "steps": a.steps,
-        "repeats": a.repeats, "runs": ours,
-        "median_step_ms": statistics.median(all_steps), "mean_step_ms": statistics.fmean(all_steps),
-        "median_forward_ms": statistics.median(all_fwd), "mean_forward_ms": statistics.fmean(all_fwd),
-        "load_ms": statistics.median([r["load_ms"] for r in ours]),
-        "peak_rss_bytes": max(r["peak_rss_bytes"] or 0 for r in ours),
+        "steps_long": a.steps_long or None, "repeats": a.repeats,
+        "runs": ours[a.steps], "runs_long": ours[a.steps_long] if a.steps_long else [],
         # 2 int8 ops (multiply, add) per weight per canvas position, all matrices but token_embd.
         "matmul_macs_per_token": macs, "ops_per_step": 2 * macs * canvas,
     }
-    result["rss_over_file"] = result["peak_rss_bytes"] / result["model_bytes"]
-    result["rss_limit_bytes"] = int(1.15 * result["model_bytes"] + 0.5 * 2**30)
     if a.peak_json:
         ctx = json.loads(a.peak_json.read_text())["context"]
-        peak = float(ctx["peak_zmm_vpdpbusd_gops"])
-        floor_ms = result["ops_per_step"] / (peak * 1e9 * a.threads) * 1e3
-        result["floor"] = {"peak_file": str(a.peak_json.relative_to(ROOT) if a.peak_json.is_absolute()
-                                            else a.peak_json),
-                           "peak_zmm_vpdpbusd_gops_per_core": peak, "floor_ms_per_step": floor_ms,
-                           "fraction_of_peak_median_forward": floor_ms / result["median_forward_ms"]}
-    if lcmd:
-        good = [t for t in theirs if "step_ms" in t]
-        result["llama_cpp"] = {
-            "command": " ".join(lcmd), "runs": theirs,
-            "median_step_ms": statistics.median([t["step_ms"] for t in good]) if good else None,
-            "median_forward_ms": statistics.median([t["forward_ms"] for t in good]) if good else None,
-            "peak_rss_bytes": max((t["peak_rss_bytes"] or 0) for t in theirs),
-        }
-        if good:
-            # Like for like: both figures are means over every step of a run (llama.cpp reports only
-            # that), medians over the runs.
-            ours_mean = statistics.median([r["mean_forward_ms"] for r in ours])
-            result["llama_cpp"]["ours_median_of_mean_forward_ms"] = ours_mean
-            result["llama_cpp"]["speedup_forward"] = result["llama_cpp"]["median_forward_ms"] / ours_mean
+        result["floor"] = {"peak_file": str(a.peak_json.resolve().relative_to(ROOT)),
+                           "peak_zmm_vpdpbusd_gops_per_core": float(ctx["peak_zmm_vpdpbusd_gops"])}
+    if llama:
+        result["llama_cpp"] = {"command": " ".join(llama_cmd(llama, a.model, prompt, canvas, a.steps, a.threads)),
+                               "runs": theirs[a.steps], "runs_long": theirs[a.steps_long] if a.steps_long else []}
+    summarize(result)
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = result["date"].replace(":", "").replace("-", "")

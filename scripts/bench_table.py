@@ -39,11 +39,13 @@ def e2e_rows():
     for key in sorted(latest):
         name, r = latest[key]
         llama = r.get("llama_cpp") or {}
-        l_fwd, speedup = llama.get("median_forward_ms"), llama.get("speedup_forward")
+        l_fwd, speedup = llama.get("forward_ms_per_step"), llama.get("speedup_forward")
+        cpu_speedup = r.get("speedup_slope_cpu")
         rss = r["peak_rss_bytes"]
         rows.append(f"| {r['arch']} synthetic ({r['model_bytes'] / 2**30:.2f} GiB) | {r['canvas']} | "
-                    f"{r['threads']} | {key[3]} | {r['median_forward_ms']:.0f} | {r['median_step_ms']:.0f} | "
+                    f"{r['threads']} | {key[3]} | {r['forward_ms_per_step']:.0f} | "
                     f"{f'{l_fwd:.0f}' if l_fwd else '-'} | {f'{speedup:.2f}x' if speedup else '-'} | "
+                    f"{f'{cpu_speedup:.2f}x' if cpu_speedup else '-'} | "
                     f"{r['load_ms'] / 1000:.1f} | {fmt_bytes(rss)} ({rss / r['model_bytes']:.2f}x file) | "
                     f"`{name}` |")
     return rows
@@ -53,12 +55,14 @@ def render():
     rows = e2e_rows()
     if not rows:
         return "No benchmark results yet (run `bench/e2e_bench.py`)."
-    head = ("| model | canvas | threads | ISA | forward ms/step (median) | step ms (median) | "
-            "llama.cpp forward ms/step | speedup | load s | peak RSS | results file |\n"
+    head = ("| model | canvas | threads | ISA | forward ms/step | "
+            "llama.cpp forward ms/step | speedup | speedup, CPU s/step | load s | peak RSS | results file |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|")
-    note = ("\n\nForward = one pass over the whole canvas; step = forward + sampler. Speedup = llama.cpp's "
-            "forward ms per step over ours, both as means over every step of a run (llama-diffusion-cli "
-            "prints only means), median over the interleaved runs. Details: docs/benchmarks.md.")
+    note = ("\n\nForward ms/step: one pass over the whole canvas, the mean over the steps of a run (all "
+            "llama-diffusion-cli prints), median over the interleaved runs, for both tools alike; speedup = "
+            "llama.cpp's over ours. Speedup, CPU s/step = the same ratio for "
+            "CPU seconds (both threads) per extra step between a short and a long run of each tool, the figure "
+            "least disturbed by other processes on a shared machine. Details: docs/benchmarks.md.")
     return head + "\n" + "\n".join(rows) + note
 
 
