@@ -24,7 +24,10 @@ def isa_of(r):
     if "--isa " in r["command"]:
         return r["command"].split("--isa ")[-1].split()[0]
     runs = r.get("runs") or [{}]
-    return (runs[0].get("isa") or "auto") + " (auto)"
+    isa = (runs[0].get("isa") or "auto") + " (auto)"
+    if r.get("omp_wait_policy"):
+        isa += f", OMP_WAIT_POLICY={r['omp_wait_policy']}"
+    return isa
 
 
 def e2e_rows():
