@@ -68,11 +68,15 @@ class TinyLlada(nn.Module):
              "output_norm_weight": nn.Parameter(torch.ones(d)),
              "output_weight": nn.Parameter(torch.randn(V, d) * 0.02)}
         std_out = 0.02 / math.sqrt(2 * cfg.n_layer)  # GPT-2 style scaled init of residual projections
+        # q and k start at 1/sqrt(d) (attention logits ~ N(0, 1)) rather than 0.02: with 0.02 the
+        # attention stays uniform for hundreds of steps (q.k is a product of two small matrices) and the
+        # model sits at the unigram solution; the first 400-step run here did exactly that.
+        std_qk = 1 / math.sqrt(d)
         for i in range(cfg.n_layer):
             b = f"blk_{i}_"
             p[b + "attn_norm_weight"] = nn.Parameter(torch.ones(d))
-            p[b + "attn_q_weight"] = nn.Parameter(torch.randn(d, d) * 0.02)
-            p[b + "attn_k_weight"] = nn.Parameter(torch.randn(d, d) * 0.02)
+            p[b + "attn_q_weight"] = nn.Parameter(torch.randn(d, d) * std_qk)
+            p[b + "attn_k_weight"] = nn.Parameter(torch.randn(d, d) * std_qk)
             p[b + "attn_v_weight"] = nn.Parameter(torch.randn(d, d) * 0.02)
             p[b + "attn_output_weight"] = nn.Parameter(torch.randn(d, d) * std_out)
             p[b + "ffn_norm_weight"] = nn.Parameter(torch.ones(d))

@@ -68,6 +68,21 @@ def forward_f64(W, cfg, ids):
     return norm(x, W["output_norm"]) @ W["output"].T
 
 
+def gguf_weights(path):
+    """Tensor name (model.py style key without '_weight') -> float64 weights dequantized by the gguf
+    package (gguf.quants.dequantize, independent of kquants.py and of the runtime)."""
+    import gguf
+
+    r = gguf.GGUFReader(path)
+    W = {}
+    for t in r.tensors:
+        a = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64)
+        shape = [int(x) for x in reversed(t.shape.tolist())]
+        key = t.name[: -len(".weight")].replace(".", "_")
+        W[key] = a.reshape(shape) if len(shape) > 1 else a.reshape(-1)
+    return W
+
+
 def runtime_logits(dllm, model, ids, V):
     with tempfile.TemporaryDirectory() as tmp:
         tf, of = os.path.join(tmp, "ids.i32"), os.path.join(tmp, "logits.f32")
@@ -121,6 +136,13 @@ def main():
         q = runtime_logits(a.dllm, a.q4km, ids, V)
         rq = row_rel_rms(q, ref)
         rqf = row_rel_rms(q, f32)
+        # The same float64 forward on the Q4_K_M file's own (dequantized) weights: what is left is the
+        # runtime's Q8_K rounding of activations, so a decoder that disagreed with kquants.py shows here.
+        rd = row_rel_rms(q, forward_f64(gguf_weights(a.q4km), cfg, np.array(ids)))
+        out["q4km_rel_rms_vs_dequant_f64_max"] = float(rd.max())
+        out["q4km_rel_rms_vs_dequant_f64_median"] = float(np.median(rd))
+        print(f"Q4_K_M GGUF vs float64 forward of its dequantized weights: relative RMS per row median "
+              f"{np.median(rd):.4f}, max {rd.max():.4f} (Q8_K activation rounding only)")
         out["q4km_rel_rms_vs_f32_max"] = float(rqf.max())
         out["q4km_rel_rms_vs_f32_median"] = float(np.median(rqf))
         out["q4km_rel_rms_vs_f32_mean"] = float(rqf.mean())

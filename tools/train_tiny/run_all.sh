@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuilds the demo model from scratch: corpus -> tokenizer -> training -> GGUF export -> checks -> card.
-#   tools/train_tiny/run_all.sh GUTENBERG_CLONE DLLM_BINARY [STEPS]
+#   tools/train_tiny/run_all.sh GUTENBERG_CLONE DLLM_BINARY
 # GUTENBERG_CLONE: a git clone of the public GitHub repository rcdm-uga/Gutenberg_Text (any checkout
 # holding commit a0b16d35a9851168ce9ac649851c17b7ab08d48e). DLLM_BINARY: build/bin/dllm.
 # Training resumes from runs/tiny/ckpt.pt when it exists. Python packages: requirements.txt.
@@ -8,16 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")"
 repo=$1
 dllm=$(realpath "$2")
-steps=${3:-480}
 model=../../models/tiny-llada-fairytales-q4km.gguf
 python corpus.py --repo "$repo" --out data
 cp tokenizer.json data/tokenizer.json   # the committed tokenizer (tok.py --train data/train.txt makes a new one)
-nice -n 10 python train.py --data data --out runs/tiny --steps "$steps" --batch 8 --warmup 30 --lr 2e-3 \
-  --ckpt-every 40 --resume
+nice -n 10 python train.py --data data --out runs/tiny --steps 400 --batch 64 --seq 64 --warmup 20 \
+  --lr 2e-3 --ckpt-every 20 --resume
 python export.py --ckpt runs/tiny/ckpt.pt --tokenizer data/tokenizer.json \
   --f32 runs/tiny/tiny-llada-fairytales-f32.gguf --q4km "$model"
 python parity.py --ckpt runs/tiny/ckpt.pt --f32 runs/tiny/tiny-llada-fairytales-f32.gguf --q4km "$model" \
   --dllm "$dllm" --json runs/tiny/parity.json
+python tokcheck.py --gguf "$model" --dllm "$dllm" --json runs/tiny/tokcheck.json
 python evaluate.py --ckpt runs/tiny/ckpt.pt --gguf "$model" --dllm "$dllm" --json runs/tiny/eval.json
 python wordlist.py --train data/train.txt --out corpus_words.txt
 python make_card.py --run runs/tiny --model "$model" --dllm "$dllm" --out ../../models

@@ -92,7 +92,8 @@ def main():
     ap.add_argument("--out", default="runs/tiny")
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--seq", type=int, default=256, help="training sequence length, <= --ctx")
+    ap.add_argument("--ctx", type=int, default=256, help="model context (GGUF context_length)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--wd", type=float, default=0.1)
@@ -101,6 +102,7 @@ def main():
     ap.add_argument("--ckpt-every", type=int, default=100)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--max-minutes", type=float, default=0, help="stop (with a checkpoint) after this long")
+    ap.add_argument("--stop-at", type=int, default=0, help="stop (with a checkpoint) at this step")
     ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
 
@@ -110,7 +112,9 @@ def main():
     tok = Tokenizer.from_file(os.path.join(a.data, "tokenizer.json"))
     ids = load_ids(a.data, "train", tok)
     starts = paragraph_starts(ids, tok, a.seq)
-    cfg = Config(n_ctx=a.seq)
+    if a.seq > a.ctx:
+        raise SystemExit(f"--seq {a.seq} exceeds the model context --ctx {a.ctx}")
+    cfg = Config(n_ctx=a.ctx)
     model = TinyLlada(cfg).to(a.device)
     decay = [p for n, p in model.p.items() if p.dim() == 2]
     no_decay = [p for n, p in model.p.items() if p.dim() < 2]
@@ -124,9 +128,19 @@ def main():
         opt.load_state_dict(ck["opt"])
         step, elapsed = ck["step"], ck["elapsed"]
         print(f"resumed at step {step}")
+        lp = os.path.join(a.out, "log.jsonl")
+        if os.path.exists(lp):  # drop the log of steps after the checkpoint: they are run again
+            kept = [l for l in open(lp) if json.loads(l)["step"] <= step]
+            with open(lp, "w") as f:
+                f.writelines(kept)
+    if a.stop_at and step >= a.stop_at:
+        print(f"checkpoint is at step {step}, at or past --stop-at {a.stop_at}: nothing to do")
+        return
     n_params = sum(p.numel() for p in model.parameters())
     print(f"params {n_params}, train tokens {len(ids)}, sequences from {len(starts)} paragraph starts")
     log = open(os.path.join(a.out, "log.jsonl"), "a")
+    with open(os.path.join(a.out, "segments.jsonl"), "a") as f:  # one line per (re)start, for the card
+        f.write(json.dumps({"start_step": step, **vars(a)}) + "\n")
 
     def save():
         tmp = ckpt_path + ".tmp"
@@ -154,11 +168,11 @@ def main():
             log.flush()
             print(f"step {step} loss {loss.item():.4f} lr {opt.param_groups[0]['lr']:.2e} "
                   f"{elapsed / 60:.1f} min", flush=True)
-        out_of_time = a.max_minutes and (time.time() - t0) / 60 > a.max_minutes
+        out_of_time = (a.max_minutes and (time.time() - t0) / 60 > a.max_minutes) or step == a.stop_at
         if step % a.ckpt_every == 0 or step == a.steps or out_of_time:
             save()
         if out_of_time:
-            print(f"stopping at step {step}: --max-minutes reached")
+            print(f"stopping at step {step} (--max-minutes / --stop-at)")
             break
     log.close()
 
