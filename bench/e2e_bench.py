@@ -318,6 +318,9 @@ def main():
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine(), "commit": commit(), "command": " ".join(ours_cmd(a.steps)), "note": a.note,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        # The binary may be older than the commit above (and built from a tree with local edits).
+        "dllm_binary_mtime": datetime.datetime.fromtimestamp((bindir / "dllm").stat().st_mtime,
+                                                             datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "model": a.model.name, "model_bytes": a.model.stat().st_size, "arch": a.arch,
         "threads": a.threads, "prompt_tokens": a.prompt_tokens, "canvas": canvas, "steps": a.steps,
         "steps_long": a.steps_long or None, "repeats": a.repeats,
