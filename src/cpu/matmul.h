@@ -39,7 +39,8 @@ class Matrix {
   virtual bool wants_q8k() const = 0;
   /// y[t * ldy + o] = sum_k W[o][k] * x[t][k] for every token t < x.n_tokens and o in [o_begin, o_end).
   /// Thread-safe for disjoint output ranges. y is f32, row stride ldy (>= n_out).
-  virtual void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const = 0;
+  virtual void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y,
+                        int64_t ldy) const = 0;
   /// Output rows per work item that suit this kernel's tiling (the forward pass splits by multiples).
   virtual int64_t row_granularity() const { return 16; }
   /// True when the matrix holds its own copy of the weights (repacked), so the mapping's pages can go.
