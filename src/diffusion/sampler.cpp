@@ -306,6 +306,7 @@ class Run {
     info.forward_ms = forward_ms_;
     info.sample_ms = std::max(0.0, ms_since(t_step) - forward_ms_);
     info.cache_refresh = cache_refresh_;
+    info.cache = p_.cache;
     info.canvas = canvas_;
     info.stable_answer_len = j - prompt_len_;
     info.answer_final = final;

@@ -108,6 +108,9 @@ struct StepInfo {
   double sample_ms = 0;                ///< time in the sampler's own work
   /// With a cache: true when this step ran the full forward (refresh), false when it ran a window.
   bool cache_refresh = false;
+  /// The run's cache mode; kNone (no cache: every step is a full forward and nothing is stored, and
+  /// cache_refresh is false). Lets a reader tell a window step from an uncached one.
+  CacheMode cache = CacheMode::kNone;
   std::span<const int32_t> canvas;  ///< the whole canvas after this step
   /// Leading answer tokens that are final (committed, before any mask or end token): a streaming
   /// printer may print answer[0..stable_answer_len) now.

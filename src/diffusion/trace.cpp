@@ -58,6 +58,8 @@ std::string TraceWriter::format(const StepInfo& info) {
   append_number(s, info.forward_ms, "%.3f");
   s += ",\"sample_ms\":";
   append_number(s, info.sample_ms, "%.3f");
+  s += ",\"cache_refresh\":";
+  s += info.cache == CacheMode::kNone ? "\"none\"" : info.cache_refresh ? "\"full\"" : "\"window\"";
   s += '}';
   return s;
 }

@@ -8,12 +8,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "base/error.h"
 #include "diffusion/sampler.h"
+#include "diffusion/trace.h"
 #include "scripted_source.h"
+#include "test_util.h"
 
 using namespace dllm::diffusion;
 using dllm::test::peaked;
@@ -79,6 +84,93 @@ TEST(Cache, LladaRefreshAtEachBlockStartThenWindow) {
                                         Call{0, 11, true, {7, 8, 9, 10}}, Call{7, 11, false, {9, 10}}};
     EXPECT_EQ(src.calls, expected) << cache_mode_name(mode);
     EXPECT_EQ(r.answer, (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9, 0}));
+  }
+}
+
+namespace {
+
+/// Runs generate() with a TraceWriter and returns the trace's "cache_refresh" values, one per line.
+std::vector<std::string> traced_cache_refresh(dllm::test::ScriptedSource& src, const SamplerParams& p,
+                                              std::span<const int32_t> prompt) {
+  dllm::test::TempDir dir;
+  const std::string path = (dir / "trace.jsonl").string();
+  {
+    TraceWriter trace(path);
+    SamplerCallbacks cb;
+    cb.on_step = [&](const StepInfo& s) { trace.write(s); };
+    generate(src, prompt, p, cb);
+  }
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);)
+    out.push_back(nlohmann::json::parse(line)["cache_refresh"].get<std::string>());
+  return out;
+}
+
+/// The expected trace: "full" at the given steps (block starts), "window" at every other step.
+std::vector<std::string> full_at(size_t n_steps, const std::vector<size_t>& full) {
+  std::vector<std::string> v(n_steps, "window");
+  for (size_t i : full) v[i] = "full";
+  return v;
+}
+
+}  // namespace
+
+// --trace's cache_refresh, LLaDA, prompt 5, max_tokens 64, block 32, steps 16: 2 blocks of 8 steps.
+// Fast-dLLM (generate_with_prefix_cache / _dual_cache) runs, per block, one full forward with
+// use_cache=True (it stores past_key_values and commits that step's tokens), then `while` the block
+// has masks a forward of x[:, block_start:] (prefix) or x[:, block_start:block_end] (dual) against
+// the stored K/V: here 1 + 7 per block, so "full" at steps 0 and 8 and "window" at the other 14.
+// Windows: prefix [5, 69) in both blocks' window steps, starting at the block: [5, 69) then [37, 69);
+// dual [5, 37) then [37, 69). Without a cache every line says "none".
+TEST(Cache, TraceMarksRefreshAtBlockStartsAndWindowSteps) {
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
+  for (const CacheMode mode : {CacheMode::kPrefix, CacheMode::kDual, CacheMode::kNone}) {
+    CacheRecorder src(kVocab, position_tokens());
+    auto p = llada(64, 16, 32);
+    p.cache = mode;
+    const auto trace = traced_cache_refresh(src, p, prompt);
+    if (mode == CacheMode::kNone) {
+      EXPECT_EQ(trace, std::vector<std::string>(16, "none"));
+      EXPECT_TRUE(src.calls.empty());  // no cache: logits(), never logits_cached()
+      continue;
+    }
+    EXPECT_EQ(trace, full_at(16, {0, 8})) << cache_mode_name(mode);
+    ASSERT_EQ(src.calls.size(), 16u);
+    for (size_t i = 0; i < 16; ++i) {
+      const auto& [wb, we, refresh, rows] = src.calls[i];
+      EXPECT_EQ(refresh, i == 0 || i == 8) << "step " << i;
+      if (refresh) continue;
+      const int64_t block_begin = i < 8 ? 5 : 37;
+      EXPECT_EQ(wb, block_begin) << "step " << i;
+      EXPECT_EQ(we, mode == CacheMode::kDual ? block_begin + 32 : 69) << "step " << i;
+    }
+  }
+}
+
+// The same with threshold decoding (block 32, several steps per block, a data-dependent count).
+// Confidence 0.95 at rows divisible by 4, else 0.5 - 0.001 * row. Block 0 = positions [5, 37): its
+// first step commits the 8 positions 8, 12, ..., 36 (>= 0.9), then the other 24 one per step (each
+// below 0.9, the most confident alone): 25 steps. Block 1 = [37, 69): 40, 44, ..., 68 (8) then 24
+// singles: 25 steps. So "full" at steps 0 and 25 (each block's first step), "window" at the other 48.
+TEST(Cache, TraceWithThresholdRefreshesOncePerBlock) {
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
+  for (const CacheMode mode : {CacheMode::kPrefix, CacheMode::kDual}) {
+    CacheRecorder src(kVocab, [](std::span<const int32_t>, int32_t row, float* out) {
+      peaked(out, kVocab, row % 10, row % 4 == 0 ? 0.95 : 0.5 - 0.001 * row, kMask);
+    });
+    auto p = llada(64, 64, 32);
+    p.threshold = 0.9;
+    p.cache = mode;
+    const auto trace = traced_cache_refresh(src, p, prompt);
+    EXPECT_EQ(trace, full_at(50, {0, 25})) << cache_mode_name(mode);
+    ASSERT_EQ(src.calls.size(), 50u);
+    EXPECT_EQ(std::get<3>(src.calls[0]).size(), 32u);   // refresh: every masked position of block 0
+    EXPECT_EQ(std::get<3>(src.calls[1]).size(), 24u);   // after the 8 above 0.9
+    EXPECT_EQ(std::get<3>(src.calls[25]).size(), 32u);  // block 1's refresh
+    EXPECT_EQ(std::get<0>(src.calls[26]), 37);
+    EXPECT_EQ(std::get<1>(src.calls[26]), 69);  // dual: block end 69 = canvas end for the last block
+    EXPECT_EQ(std::get<1>(src.calls[1]), mode == CacheMode::kDual ? 37 : 69);
   }
 }
 

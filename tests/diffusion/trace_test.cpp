@@ -59,6 +59,7 @@ TEST(Trace, LladaSixtyFourTokensSixteenSteps) {
     masks -= 4;
     EXPECT_EQ(s["masks_left"].get<int64_t>(), masks);
     EXPECT_TRUE(s["forward_ms"].is_number());
+    EXPECT_EQ(s["cache_refresh"], "none");  // no --cache: every step a full forward, nothing stored
   }
 }
 
@@ -76,7 +77,12 @@ TEST(Trace, FormatAndNonFinite) {
   s.sample_ms = 0.5;
   EXPECT_EQ(TraceWriter::format(s),
             "{\"step\":3,\"block\":1,\"positions\":[7,9],\"tokens\":[100,200],\"confidences\":[0.5,null],"
-            "\"masks_left\":12,\"forward_ms\":1.250,\"sample_ms\":0.500}");
+            "\"masks_left\":12,\"forward_ms\":1.250,\"sample_ms\":0.500,\"cache_refresh\":\"none\"}");
+  s.cache = CacheMode::kDual;
+  s.cache_refresh = true;
+  EXPECT_NE(TraceWriter::format(s).find(",\"cache_refresh\":\"full\"}"), std::string::npos);
+  s.cache_refresh = false;
+  EXPECT_NE(TraceWriter::format(s).find(",\"cache_refresh\":\"window\"}"), std::string::npos);
 }
 
 TEST(Trace, UnwritablePathIsAnError) {
