@@ -133,7 +133,7 @@ class EndToEnd(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "report.json"
             r = subprocess.run([sys.executable, str(ROOT / "bench" / "eval_gsm8k.py"), "--model", str(_model()),
-                                "--binary", str(_binary()), "--limit", "3", "--threads", "2", "--quiet",
+                                "--binary", str(_binary()), "--limit", "3", "--threads", "1", "--quiet",
                                 "--common", "--max-tokens 16 --block-length 8",
                                 "--arm-a", "--steps 16", "--arm-b", "--threshold 0.9 --cache dual",
                                 "--out", str(out)], capture_output=True, text=True, timeout=600)
