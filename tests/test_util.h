@@ -1,11 +1,15 @@
 // Helpers shared by the tests: where the reference data lives, temporary files, running the binary.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "base/error.h"
 
 namespace dllm::test {
 
@@ -16,7 +20,9 @@ inline std::filesystem::path shared_dir() {
 }
 
 /// ../shared/reference/<rel>.
-inline std::filesystem::path reference(const std::string& rel) { return shared_dir() / "reference" / rel; }
+inline std::filesystem::path reference(const std::string& rel) {
+  return shared_dir() / "reference" / rel;
+}
 
 /// Whole file as bytes.
 inline std::vector<char> read_file(const std::filesystem::path& p) {
@@ -41,5 +47,16 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// Expects `f` to throw dllm::Error (or a subclass) with exactly `message`; a test failure otherwise.
+template <typename F>
+void expect_error(F&& f, const std::string& message) {
+  try {
+    f();
+    ADD_FAILURE() << "no error, expected: " << message;
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
 
 }  // namespace dllm::test

@@ -1,17 +1,11 @@
-// CpuForward on tiny synthetic models (written here with GgufWriter) against an f64 reference forward
-// written in this file from the formulas of the two architectures (issue 2, item 4), not from our ops:
-//   x = E[tok]; per layer: h = x / sqrt(mean(x^2) + eps) * g; q = Wq h (+bq), k, v likewise;
-//   rotate q, k per head: pair i (LLaDA (2i, 2i+1), Dream (i, i + hd/2)) by pos * base^(-2i/hd);
-//   a_h = softmax(q_h K_{h/(n_head/n_kv)}^T / sqrt(hd)) V_{h/(n_head/n_kv)}, no mask; x += Wo a;
-//   h = rmsnorm(x) * g2; x += Wdown (silu(Wgate h) * (Wup h)); logits = Wout rmsnorm(x) * gout.
-// With Q4_K / Q6_K weights the reference rounds each matrix input to Q8_K first (what ggml-cpu and
-// our forward do), written here from the block definition: d = max / -127 with max the signed value
-// of largest magnitude, q = round-half-even(x * (-127 / max)) clamped to 127.
+// CpuForward on tiny synthetic models (written here with GgufWriter) against the f64 reference forward
+// of tests/reference_forward.h, written from the formulas of the two architectures (issue 2, item 4),
+// not from our ops. With Q4_K / Q6_K weights the reference rounds each matrix input to Q8_K first (what
+// ggml-cpu and our forward do).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,166 +16,19 @@
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
+#include "reference_forward.h"
 #include "test_util.h"
 
 namespace dllm {
 namespace {
 
+using test::expect_error;
+using test::max_rel_rms;
+using test::random_tokens;
+using test::ReferenceForward;
 using test::SyntheticModel;
 using test::SyntheticSpec;
 using test::WeightMix;
-using Vec = std::vector<double>;
-
-/// Q8_K round trip of one row (n a multiple of 256), in f32 arithmetic as the format defines it.
-Vec q8k_round_trip(const Vec& x) {
-  Vec y(x.size());
-  for (size_t b = 0; b < x.size(); b += 256) {
-    float max = 0, amax = 0;
-    for (size_t j = 0; j < 256; ++j) {
-      const float v = static_cast<float>(x[b + j]);
-      if (std::fabs(v) > amax) {
-        amax = std::fabs(v);
-        max = v;
-      }
-    }
-    if (amax == 0) continue;
-    const float iscale = -127.0f / max;
-    const float d = 1.0f / iscale;
-    for (size_t j = 0; j < 256; ++j) {
-      const float s = iscale * static_cast<float>(x[b + j]);
-      const double q = std::min(127.0, static_cast<double>(std::nearbyint(s)));  // default mode: half-even
-      y[b + j] = q * d;
-    }
-  }
-  return y;
-}
-
-struct Reference {
-  const SyntheticModel& m;
-  bool emulate_q8k = true;
-  bool neox = false;
-
-  /// y = W x for W stored [n_in, n_out] (n_out rows of n_in); x rounded to Q8_K when W is Q4_K/Q6_K.
-  Vec matvec(const std::string& name, const Vec& x) const {
-    const Vec& w = m[name];
-    const auto type = m.types.at(name);
-    const bool q = emulate_q8k && (type == gguf::GgmlType::Q4_K || type == gguf::GgmlType::Q6_K);
-    const Vec xin = q ? q8k_round_trip(x) : x;
-    const size_t n_in = x.size(), n_out = w.size() / n_in;
-    Vec y(n_out, 0.0);
-    for (size_t o = 0; o < n_out; ++o) {
-      double s = 0;
-      for (size_t i = 0; i < n_in; ++i) s += w[o * n_in + i] * xin[i];
-      y[o] = s;
-    }
-    return y;
-  }
-
-  Vec rmsnorm(const Vec& x, const std::string& weight) const {
-    const Vec& g = m[weight];
-    double ss = 0;
-    for (const double v : x) ss += v * v;
-    const double inv = 1.0 / std::sqrt(ss / x.size() + m.spec.rms_eps);
-    Vec y(x.size());
-    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * g[i];
-    return y;
-  }
-
-  void rotate(Vec& v, int64_t n_heads, int64_t hd, int64_t pos) const {
-    for (int64_t h = 0; h < n_heads; ++h) {
-      for (int64_t i = 0; i < hd / 2; ++i) {
-        const int64_t a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + hd / 2 : 2 * i + 1);
-        const double theta = pos * std::pow(double(m.spec.rope_base), -2.0 * i / hd);
-        const double x0 = v[a], x1 = v[b];
-        v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-        v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
-      }
-    }
-  }
-
-  /// logits [n][n_vocab] for every position.
-  std::vector<Vec> forward(const std::vector<int32_t>& tokens) const {
-    const SyntheticSpec& s = m.spec;
-    const int64_t n = tokens.size(), d = s.n_embd, hd = s.n_embd / s.n_head;
-    const bool bias = s.biases.value_or(s.arch == "dream");
-    std::vector<Vec> x(n);
-    const Vec& emb = m["token_embd.weight"];
-    for (int64_t t = 0; t < n; ++t)
-      x[t].assign(emb.begin() + tokens[t] * d, emb.begin() + (tokens[t] + 1) * d);
-    for (int64_t l = 0; l < s.n_layer; ++l) {
-      const std::string p = "blk." + std::to_string(l) + ".";
-      std::vector<Vec> q(n), k(n), v(n);
-      for (int64_t t = 0; t < n; ++t) {
-        const Vec h = rmsnorm(x[t], p + "attn_norm.weight");
-        q[t] = matvec(p + "attn_q.weight", h);
-        k[t] = matvec(p + "attn_k.weight", h);
-        v[t] = matvec(p + "attn_v.weight", h);
-        if (bias) {
-          for (size_t i = 0; i < q[t].size(); ++i) q[t][i] += m[p + "attn_q.bias"][i];
-          for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += m[p + "attn_k.bias"][i];
-          for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += m[p + "attn_v.bias"][i];
-        }
-        rotate(q[t], s.n_head, hd, t);
-        rotate(k[t], s.n_head_kv, hd, t);
-      }
-      for (int64_t t = 0; t < n; ++t) {
-        Vec a(s.n_head * hd, 0.0);
-        for (int64_t h = 0; h < s.n_head; ++h) {
-          const int64_t g = h / (s.n_head / s.n_head_kv);
-          Vec e(n);
-          double mx = -1e300, sum = 0;
-          for (int64_t j = 0; j < n; ++j) {
-            double dot = 0;
-            for (int64_t i = 0; i < hd; ++i) dot += q[t][h * hd + i] * k[j][g * hd + i];
-            e[j] = dot / std::sqrt(double(hd));
-            mx = std::max(mx, e[j]);
-          }
-          for (double& z : e) sum += (z = std::exp(z - mx));
-          for (int64_t j = 0; j < n; ++j) {
-            for (int64_t i = 0; i < hd; ++i) a[h * hd + i] += e[j] / sum * v[j][g * hd + i];
-          }
-        }
-        const Vec o = matvec(p + "attn_output.weight", a);
-        for (int64_t i = 0; i < d; ++i) x[t][i] += o[i];
-      }
-      for (int64_t t = 0; t < n; ++t) {
-        const Vec h = rmsnorm(x[t], p + "ffn_norm.weight");
-        const Vec g = matvec(p + "ffn_gate.weight", h), u = matvec(p + "ffn_up.weight", h);
-        Vec act(g.size());
-        for (size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-        const Vec down = matvec(p + "ffn_down.weight", act);
-        for (int64_t i = 0; i < d; ++i) x[t][i] += down[i];
-      }
-    }
-    std::vector<Vec> logits(n);
-    const std::string head = s.tied_output ? "token_embd.weight" : "output.weight";
-    for (int64_t t = 0; t < n; ++t) logits[t] = matvec(head, rmsnorm(x[t], "output_norm.weight"));
-    return logits;
-  }
-};
-
-/// Largest per-row relative RMS difference ||ours - ref|| / ||ref||.
-double max_rel_rms(const std::vector<float>& ours, const std::vector<Vec>& ref) {
-  double worst = 0;
-  const size_t v = ref[0].size();
-  for (size_t r = 0; r < ref.size(); ++r) {
-    double diff = 0, norm = 0;
-    for (size_t i = 0; i < v; ++i) {
-      diff += (ours[r * v + i] - ref[r][i]) * (ours[r * v + i] - ref[r][i]);
-      norm += ref[r][i] * ref[r][i];
-    }
-    worst = std::max(worst, std::sqrt(diff / norm));
-  }
-  return worst;
-}
-
-std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = dist(rng);
-  return t;
-}
 
 struct Case {
   std::string name;
@@ -237,7 +84,7 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
   const auto tokens = random_tokens(quantized ? 5 : 13, c.spec.n_vocab, 7);
   std::vector<int32_t> rows(tokens.size());
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
-  Reference ref{synth, /*emulate_q8k=*/true, /*neox=*/c.spec.arch == "dream"};
+  const ReferenceForward ref{.m = synth, .neox = c.spec.arch == "dream", .q8k_inputs = true};
   const auto expected = ref.forward(tokens);
 
   for (const cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvxVnni, cpu::Isa::kAvx512Vnni}) {
@@ -260,13 +107,13 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
     EXPECT_LE(err, c.bound) << cpu::isa_name(isa);
 
     // The comparison is sharp enough to see a convention error: the other RoPE pairing is far off.
-    Reference wrong = ref;
+    ReferenceForward wrong = ref;
     wrong.neox = !ref.neox;
     EXPECT_GT(max_rel_rms(logits, wrong.forward(tokens)), 100 * c.bound);
     if (quantized) {
       // ... and the Q8_K activation rounding: without it the reference is far further away.
-      Reference exact = ref;
-      exact.emulate_q8k = false;
+      ReferenceForward exact = ref;
+      exact.q8k_inputs = false;
       const double err_exact = max_rel_rms(logits, exact.forward(tokens));
       std::printf("[figures] %s (%s): vs f64 reference without Q8_K rounding %.2e\n", c.name.c_str(),
                   cpu::isa_name(isa), err_exact);
@@ -300,7 +147,9 @@ TEST(SyntheticForward, TiedOutputAndShortSequence) {
   std::vector<float> logits(3 * fwd.n_vocab());
   const std::vector<int32_t> rows = {0, 1, 2};
   fwd.forward(tokens, rows, logits.data());
-  EXPECT_LE(max_rel_rms(logits, Reference{synth, true, true}.forward(tokens)), 1e-5);
+  EXPECT_LE(
+      max_rel_rms(logits, ReferenceForward{.m = synth, .neox = true, .q8k_inputs = true}.forward(tokens)),
+      1e-5);
 }
 
 TEST(SyntheticForward, ThreadCountsGiveIdenticalLogits) {
@@ -324,17 +173,6 @@ TEST(SyntheticForward, ThreadCountsGiveIdenticalLogits) {
   for (size_t i = 1; i < out.size(); ++i) {
     EXPECT_EQ(std::memcmp(out[0].data(), out[i].data(), out[0].size() * sizeof(float)), 0)
         << "threads " << i + 1;
-  }
-}
-
-/// Expects `f` to throw dllm::Error with exactly `message`.
-template <typename F>
-void expect_error(F&& f, const std::string& message) {
-  try {
-    f();
-    ADD_FAILURE() << "no error, expected: " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), message);
   }
 }
 

@@ -12,7 +12,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -22,11 +21,14 @@
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
+#include "reference_forward.h"
 #include "test_util.h"
 
 namespace dllm {
 namespace {
 
+using test::expect_error;
+using test::random_tokens;
 using test::SyntheticSpec;
 using test::WeightMix;
 
@@ -42,14 +44,6 @@ SyntheticSpec spec_for(const std::string& arch, WeightMix mix, int64_t n_layer) 
     s.n_ff = 160;
   }
   return s;
-}
-
-std::vector<int32_t> random_tokens(size_t n, int64_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = dist(rng);
-  return t;
 }
 
 std::vector<int32_t> range(int32_t begin, int32_t end) {
@@ -221,16 +215,6 @@ INSTANTIATE_TEST_SUITE_P(Models, ForwardWindow,
                                            Case{"llada_q4km", "llada", WeightMix::kQ4KM},
                                            Case{"dream_q4km", "dream", WeightMix::kQ4KM}),
                          [](const auto& info) { return info.param.name; });
-
-template <typename F>
-void expect_error(F&& f, const std::string& message) {
-  try {
-    f();
-    ADD_FAILURE() << "no error, expected: " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), message);
-  }
-}
 
 TEST(ForwardWindowErrors, BadWindowsAndBatches) {
   const Loaded m(spec_for("llada", WeightMix::kF32, 1));

@@ -1,9 +1,9 @@
 // GpuForward (src/cuda/forward.cpp), both GEMM paths:
 //  - without a device: the "no GPU found" error the CLI prints for --device gpu (runs everywhere);
-//  - tiny synthetic models (tests/model/synthetic_model.h) against an f64 forward written here from
-//    the formulas (as tests/cpu/forward_test.cpp does), rounding each matrix input the way the path
-//    under test does: Q8_K (ggml quantize_row_q8_K_ref) before a Q4_K / Q6_K matrix, f16 before an
-//    F32 / F16 / BF16 matrix (whose weights the GPU also reads as f16);
+//  - tiny synthetic models (tests/model/synthetic_model.h) against the f64 forward written from the
+//    formulas in tests/reference_forward.h (shared with tests/cpu/forward_test.cpp), rounding each
+//    matrix input the way the path under test does: Q8_K (ggml quantize_row_q8_K_ref) before a Q4_K / Q6_K
+//    matrix, f16 before an F32 / F16 / BF16 matrix (whose weights the GPU also reads as f16);
 //  - the reference models against llama.cpp's logits in ../shared/reference/logits, and against
 //    the CPU forward pass (also from GPU logits dumped on a device machine: DLLM_GPU_LOGITS_IN);
 //  - the input checks (same messages as CpuForward).
@@ -16,8 +16,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -28,6 +26,7 @@
 #include "gpu_test_util.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
+#include "reference_forward.h"
 #include "test_util.h"
 
 namespace dllm::cuda {
@@ -40,10 +39,13 @@ void PrintTo(GpuGemm gemm, std::ostream* os) {
 namespace dllm {
 namespace {
 
+using test::LogitsFigures;
+using test::max_rel_rms;
+using test::random_tokens;
+using test::ReferenceForward;
 using test::SyntheticModel;
 using test::SyntheticSpec;
 using test::WeightMix;
-using Vec = std::vector<double>;
 
 TEST(NoGpu, DeviceGpuErrorNamesTheReason) {
   const cuda::GpuProbe probe = cuda::probe_gpu();
@@ -89,164 +91,17 @@ TEST(GpuGemmName, ParsesBothPaths) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// f64 reference forward.
+// Against the f64 reference forward (tests/reference_forward.h) on synthetic models.
 
-double to_f16(double v) {
-  return static_cast<double>(static_cast<_Float16>(static_cast<float>(v)));
-}
-
-/// Q8_K round trip (ggml quantize_row_q8_K_ref) of one row, n a multiple of 256, f32 arithmetic.
-Vec q8k_round_trip(const Vec& x) {
-  Vec y(x.size(), 0.0);
-  for (size_t b = 0; b < x.size(); b += 256) {
-    float max = 0, amax = 0;
-    for (size_t j = 0; j < 256; ++j) {
-      const float v = static_cast<float>(x[b + j]);
-      if (std::fabs(v) > amax) {
-        amax = std::fabs(v);
-        max = v;
-      }
-    }
-    if (amax == 0) continue;
-    const float iscale = -127.0f / max;
-    const float d = 1.0f / iscale;
-    for (size_t j = 0; j < 256; ++j) {
-      const double q =
-          std::min(127.0, static_cast<double>(std::nearbyint(iscale * static_cast<float>(x[b + j]))));
-      y[b + j] = q * d;
-    }
-  }
-  return y;
-}
-
-struct Reference {
-  const SyntheticModel& m;
-  bool neox = false;
-  bool cublas = false;  ///< the cuBLAS path: quantized matrices see d * q in f16, weights in f16
-
-  Vec matvec(const std::string& name, const Vec& x) const {
-    const Vec& w = m[name];
-    const auto type = m.types.at(name);
-    const bool quantized = type == gguf::GgmlType::Q4_K || type == gguf::GgmlType::Q6_K;
-    const bool f16_weights = cublas || !quantized;  // the cuBLAS route: f16 scratch
-    Vec xin = quantized ? q8k_round_trip(x) : x;
-    if (f16_weights)
-      for (double& v : xin) v = to_f16(v);
-    const size_t n_in = x.size(), n_out = w.size() / n_in;
-    Vec y(n_out, 0.0);
-    for (size_t o = 0; o < n_out; ++o) {
-      double s = 0;
-      for (size_t i = 0; i < n_in; ++i)
-        s += (f16_weights ? to_f16(w[o * n_in + i]) : w[o * n_in + i]) * xin[i];
-      y[o] = s;
-    }
-    return y;
-  }
-
-  Vec rmsnorm(const Vec& x, const std::string& weight) const {
-    const Vec& g = m[weight];
-    double ss = 0;
-    for (const double v : x) ss += v * v;
-    const double inv = 1.0 / std::sqrt(ss / x.size() + m.spec.rms_eps);
-    Vec y(x.size());
-    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * g[i];
-    return y;
-  }
-
-  void rotate(Vec& v, int64_t n_heads, int64_t hd, int64_t pos) const {
-    for (int64_t h = 0; h < n_heads; ++h) {
-      for (int64_t i = 0; i < hd / 2; ++i) {
-        const int64_t a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + hd / 2 : 2 * i + 1);
-        const double theta = pos * std::pow(double(m.spec.rope_base), -2.0 * i / hd);
-        const double x0 = v[a], x1 = v[b];
-        v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-        v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
-      }
-    }
-  }
-
-  std::vector<Vec> forward(const std::vector<int32_t>& tokens) const {
-    const SyntheticSpec& s = m.spec;
-    const int64_t n = tokens.size(), d = s.n_embd, hd = s.n_embd / s.n_head;
-    const bool bias = s.biases.value_or(s.arch == "dream");
-    std::vector<Vec> x(n);
-    const Vec& emb = m["token_embd.weight"];
-    for (int64_t t = 0; t < n; ++t)
-      x[t].assign(emb.begin() + tokens[t] * d, emb.begin() + (tokens[t] + 1) * d);
-    for (int64_t l = 0; l < s.n_layer; ++l) {
-      const std::string p = "blk." + std::to_string(l) + ".";
-      std::vector<Vec> q(n), k(n), v(n);
-      for (int64_t t = 0; t < n; ++t) {
-        const Vec h = rmsnorm(x[t], p + "attn_norm.weight");
-        q[t] = matvec(p + "attn_q.weight", h);
-        k[t] = matvec(p + "attn_k.weight", h);
-        v[t] = matvec(p + "attn_v.weight", h);
-        if (bias) {
-          for (size_t i = 0; i < q[t].size(); ++i) q[t][i] += m[p + "attn_q.bias"][i];
-          for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += m[p + "attn_k.bias"][i];
-          for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += m[p + "attn_v.bias"][i];
-        }
-        rotate(q[t], s.n_head, hd, t);
-        rotate(k[t], s.n_head_kv, hd, t);
-      }
-      for (int64_t t = 0; t < n; ++t) {
-        Vec a(s.n_head * hd, 0.0);
-        for (int64_t h = 0; h < s.n_head; ++h) {
-          const int64_t g = h / (s.n_head / s.n_head_kv);
-          Vec e(n);
-          double mx = -1e300, sum = 0;
-          for (int64_t j = 0; j < n; ++j) {
-            double dot = 0;
-            for (int64_t i = 0; i < hd; ++i) dot += q[t][h * hd + i] * k[j][g * hd + i];
-            e[j] = dot / std::sqrt(double(hd));
-            mx = std::max(mx, e[j]);
-          }
-          for (double& z : e) sum += (z = std::exp(z - mx));
-          for (int64_t j = 0; j < n; ++j)
-            for (int64_t i = 0; i < hd; ++i) a[h * hd + i] += e[j] / sum * v[j][g * hd + i];
-        }
-        const Vec o = matvec(p + "attn_output.weight", a);
-        for (int64_t i = 0; i < d; ++i) x[t][i] += o[i];
-      }
-      for (int64_t t = 0; t < n; ++t) {
-        const Vec h = rmsnorm(x[t], p + "ffn_norm.weight");
-        const Vec g = matvec(p + "ffn_gate.weight", h), u = matvec(p + "ffn_up.weight", h);
-        Vec act(g.size());
-        for (size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-        const Vec down = matvec(p + "ffn_down.weight", act);
-        for (int64_t i = 0; i < d; ++i) x[t][i] += down[i];
-      }
-    }
-    std::vector<Vec> logits(n);
-    const std::string head = s.tied_output ? "token_embd.weight" : "output.weight";
-    for (int64_t t = 0; t < n; ++t) logits[t] = matvec(head, rmsnorm(x[t], "output_norm.weight"));
-    return logits;
-  }
-};
-
-/// Largest per-row relative RMS difference ||ours - ref|| / ||ref|| over the rows in `rows`.
-double max_rel_rms(const std::vector<float>& ours, const std::vector<Vec>& ref,
-                   const std::vector<int32_t>& rows) {
-  double worst = 0;
-  const size_t v = ref[0].size();
-  for (size_t j = 0; j < rows.size(); ++j) {
-    double diff = 0, norm = 0;
-    for (size_t i = 0; i < v; ++i) {
-      const double r = ref[rows[j]][i];
-      diff += (ours[j * v + i] - r) * (ours[j * v + i] - r);
-      norm += r * r;
-    }
-    worst = std::max(worst, std::sqrt(diff / norm));
-  }
-  return worst;
-}
-
-std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = dist(rng);
-  return t;
+/// The reference rounding each matrix input as the GEMM path does: Q8_K before a Q4_K / Q6_K matrix;
+/// f16 weights and input for F32 / F16 / BF16 matrices (both paths) and, on the cuBLAS path, for the
+/// dequantized Q4_K / Q6_K matrices too.
+ReferenceForward reference_for(const SyntheticModel& synth, bool neox, cuda::GpuGemm gemm) {
+  return ReferenceForward{.m = synth,
+                          .neox = neox,
+                          .q8k_inputs = true,
+                          .f16_floats = true,
+                          .f16_quants = gemm == cuda::GpuGemm::kCublas};
 }
 
 struct Case {
@@ -295,7 +150,7 @@ TEST_P(SyntheticGpuForward, MatchesF64Reference) {
   const auto tokens = random_tokens(quantized ? 3 : 13, spec.n_vocab, 7);
   const std::vector<int32_t> rows =
       quantized ? std::vector<int32_t>{0, 2} : std::vector<int32_t>{0, 5, 6, 12};
-  Reference ref{synth, c.arch == "dream", c.gemm == cuda::GpuGemm::kCublas};
+  const ReferenceForward ref = reference_for(synth, c.arch == "dream", c.gemm);
   const auto expected = ref.forward(tokens);
 
   cuda::GpuForwardOptions opt;
@@ -313,7 +168,7 @@ TEST_P(SyntheticGpuForward, MatchesF64Reference) {
               bound);
   EXPECT_LE(err, bound);
   // Sharp enough to see a convention error.
-  Reference wrong = ref;
+  ReferenceForward wrong = ref;
   wrong.neox = !ref.neox;
   EXPECT_GT(max_rel_rms(logits, wrong.forward(tokens), rows), 100 * bound);
 
@@ -356,7 +211,7 @@ TEST(SyntheticReference, Int8ModeMatchesCpuForward) {
     cpu::CpuForward fwd(model, opt);
     std::vector<float> logits(rows.size() * fwd.n_vocab());
     fwd.forward(tokens, rows, logits.data());
-    const Reference ref{synth, arch == "dream", false};
+    const ReferenceForward ref = reference_for(synth, arch == "dream", cuda::GpuGemm::kInt8);
     const double err = max_rel_rms(logits, ref.forward(tokens), rows);
     std::printf("[figures] %s q4km: CPU forward vs this test's f64 reference (int8 mode) %.2e\n",
                 arch.c_str(), err);
@@ -416,74 +271,6 @@ TEST(GpuForwardErrors, BadInputsLikeCpu) {
 // ---------------------------------------------------------------------------------------------
 // The reference models against llama.cpp's logits (tests/cpu/reference_logits_test.cpp's data).
 
-struct Sequence {
-  std::vector<int32_t> tokens;
-  int64_t n_vocab = 0;
-  std::vector<float> logits;  // n_tokens x n_vocab
-};
-
-Sequence load_sequence(const std::string& arch, const std::string& key) {
-  Sequence s;
-  const std::string stem = "tiny-" + arch + "-" + key;
-  const auto meta =
-      nlohmann::json::parse(test::read_file(test::reference("logits/logits-" + stem + ".json")));
-  const int64_t n_tokens = meta.at("shape").at(0);
-  s.n_vocab = meta.at("shape").at(1);
-  const auto tok_bytes = test::read_file(test::reference("logits/tokens-" + stem + ".i32"));
-  EXPECT_EQ(tok_bytes.size(), size_t(4 * n_tokens)) << stem;
-  s.tokens.resize(n_tokens);
-  std::memcpy(s.tokens.data(), tok_bytes.data(), tok_bytes.size());
-  const auto f16 = test::read_file(test::reference("logits/logits-" + stem + ".f16"));
-  EXPECT_EQ(f16.size(), size_t(2 * n_tokens * s.n_vocab)) << stem;
-  s.logits.resize(n_tokens * s.n_vocab);
-  for (size_t i = 0; i < s.logits.size(); ++i) {
-    _Float16 h;
-    std::memcpy(&h, f16.data() + 2 * i, 2);
-    s.logits[i] = static_cast<float>(h);
-  }
-  return s;
-}
-
-struct Figures {
-  double max_rel = 0, median_rel = 0, argmax_agree = 0;
-};
-
-Figures compare(const std::vector<float>& ours, const std::vector<float>& ref, int64_t n, int64_t v) {
-  std::vector<double> rel(n);
-  int agree = 0;
-  for (int64_t r = 0; r < n; ++r) {
-    const float* a = ours.data() + r * v;
-    const float* b = ref.data() + r * v;
-    double diff = 0, norm = 0;
-    int64_t am = 0, bm = 0;
-    for (int64_t i = 0; i < v; ++i) {
-      diff += double(a[i] - b[i]) * (a[i] - b[i]);
-      norm += double(b[i]) * b[i];
-      if (a[i] > a[am]) am = i;
-      if (b[i] > b[bm]) bm = i;
-    }
-    rel[r] = std::sqrt(diff / norm);
-    agree += am == bm;
-  }
-  Figures f;
-  f.max_rel = *std::max_element(rel.begin(), rel.end());
-  std::sort(rel.begin(), rel.end());
-  f.median_rel = n % 2 ? rel[n / 2] : 0.5 * (rel[n / 2 - 1] + rel[n / 2]);
-  f.argmax_agree = double(agree) / n;
-  return f;
-}
-
-/// The sequences whose token ids are shipped (the logits may be absent where a device run had no
-/// room for them: see DLLM_GPU_LOGITS_OUT below).
-std::vector<std::string> sequence_keys(const std::string& arch) {
-  std::vector<std::string> keys;
-  for (const char* k : {"a", "b", "c"}) {
-    if (std::filesystem::exists(test::reference("logits/tokens-tiny-" + arch + "-" + k + ".i32")))
-      keys.push_back(k);
-  }
-  return keys;
-}
-
 // The device machine of scripts/gpu-check.sh can receive at most 64 MiB per run, less than the Dream
 // model plus its reference logits. So the GPU logits of a sequence whose reference logits are not
 // there can be written to a folder on the device (DLLM_GPU_LOGITS_OUT: f32 little-endian row-major,
@@ -531,7 +318,7 @@ class ReferenceLogits : public ::testing::TestWithParam<std::tuple<std::string, 
 /// sequences and drift apart to the size of the Q8_K noise, and our CPU path itself measures 0.0172 /
 /// 96.0% (tiny-llada-a) and 0.0193 / 91.4% (tiny-dream-a) against llama.cpp (2026-11-30). The sharp
 /// GPU checks are SyntheticGpuForward's (5 tokens, tie-free, 1e-4 against f64).
-void print_verdict(const std::string& what, const Figures& f) {
+void print_verdict(const std::string& what, const LogitsFigures& f) {
   const bool ok = f.max_rel <= 0.02 && f.argmax_agree >= 0.98;
   std::printf("[figures] %s: issue 7 acceptance (rel RMS <= 0.02 per row, argmax >= 98%%): %s\n",
               what.c_str(), ok ? "met" : "NOT met");
@@ -542,18 +329,18 @@ TEST_P(ReferenceLogits, MatchLlamaCppAndCpu) {
   const char* dump_in = std::getenv("DLLM_GPU_LOGITS_IN");
   const char* dump_out = std::getenv("DLLM_GPU_LOGITS_OUT");
   if (!dump_in) DLLM_REQUIRE_GPU();
-  const auto model_path = test::reference("tiny-" + arch + "-q4km.gguf");
+  const auto model_path = test::reference_model(arch);
   if (!std::filesystem::exists(model_path)) GTEST_SKIP() << model_path << " is not here";
   const auto file = gguf::GgufFile::open(model_path.string());
   const auto model = model::Model::load(file);
-  const auto keys = sequence_keys(arch);
+  // Every sequence whose token ids are shipped (the logits may be absent where a device run had no
+  // room for them: see DLLM_GPU_LOGITS_OUT above).
+  const auto keys = test::reference_sequence_keys(arch, test::SequenceFiles::kTokens);
   ASSERT_FALSE(keys.empty());
   int compared = 0;
   for (const std::string& key : keys) {
     const std::string stem = "tiny-" + arch + "-" + key;
-    const auto tok_bytes = test::read_file(test::reference("logits/tokens-" + stem + ".i32"));
-    std::vector<int32_t> tokens(tok_bytes.size() / 4);
-    std::memcpy(tokens.data(), tok_bytes.data(), tokens.size() * 4);
+    const std::vector<int32_t> tokens = test::load_reference_tokens(arch, key);
     const auto n = static_cast<int64_t>(tokens.size());
     const int64_t n_vocab = model.config().n_vocab;
     const bool have_ref = std::filesystem::exists(test::reference("logits/logits-" + stem + ".f16"));
@@ -580,16 +367,14 @@ TEST_P(ReferenceLogits, MatchLlamaCppAndCpu) {
     ++compared;
 
     if (have_ref) {
-      const Sequence s = load_sequence(arch, key);
+      const test::ReferenceSequence s = test::load_reference_sequence(arch, key);
       ASSERT_EQ(s.n_vocab, n_vocab);
-      const Figures f = compare(ours, s.logits, n, n_vocab);
+      const LogitsFigures f = test::compare_logits(s, ours);
       std::printf(
           "[figures] %s (gpu %s) vs llama.cpp: %lld rows, rel RMS max %.4f median %.4f, argmax %.1f%%\n",
           stem.c_str(), cuda::gpu_gemm_name(gemm), (long long)n, f.max_rel, f.median_rel,
           100 * f.argmax_agree);
-      EXPECT_LE(f.max_rel, 0.05) << key;
-      EXPECT_LE(f.median_rel, 0.03) << key;
-      EXPECT_GE(f.argmax_agree, 0.9) << key;
+      test::expect_within_reference_bounds(f, key);
       print_verdict(stem + " (gpu " + cuda::gpu_gemm_name(gemm) + ") vs llama.cpp", f);
     } else {
       std::printf(
@@ -602,12 +387,10 @@ TEST_P(ReferenceLogits, MatchLlamaCppAndCpu) {
     cpu::CpuForward cpu_fwd(model, copt);
     std::vector<float> cpu_logits(n * n_vocab);
     cpu_fwd.forward(tokens, rows, cpu_logits.data());
-    const Figures g = compare(ours, cpu_logits, n, n_vocab);
+    const LogitsFigures g = test::compare_logits(ours.data(), cpu_logits.data(), n, n_vocab);
     std::printf("[figures] %s (gpu %s) vs cpu forward: rel RMS max %.4f median %.4f, argmax %.1f%%\n",
                 stem.c_str(), cuda::gpu_gemm_name(gemm), g.max_rel, g.median_rel, 100 * g.argmax_agree);
-    EXPECT_LE(g.max_rel, 0.05) << key;
-    EXPECT_LE(g.median_rel, 0.03) << key;
-    EXPECT_GE(g.argmax_agree, 0.9) << key;
+    test::expect_within_reference_bounds(g, key);
     print_verdict(stem + " (gpu " + cuda::gpu_gemm_name(gemm) + ") vs cpu forward", g);
   }
   EXPECT_GT(compared, 0) << "no sequence was compared";
