@@ -16,7 +16,7 @@ Per run (from the --json report and the --trace lines):
                      with --no-early-stop in --common, which makes the arms comparable token for token);
   ms per token     = generate_ms / tokens committed; ms per step = generate_ms / steps;
   wall ms          = the whole process (load included), and load_ms;
-  commits per step = mean and max tokens committed per step;
+  commits per step = mean and max tokens committed per step; median forward and sample ms per step;
   cache steps      = trace `cache_refresh` counts: "full" (refresh: full forward, rewrites the cached K/V),
                      "window" (only the window against the cache), "none" (no cache); the median forward
                      ms of each kind, and for window steps the expected cost ratio window rows / canvas;
@@ -111,6 +111,7 @@ def trace_stats(lines, threshold):
     s = {
         "commits_per_step_mean": statistics.mean(commits) if commits else 0.0,
         "commits_per_step_max": max(commits) if commits else 0,
+        "median_sample_ms": statistics.median(l["sample_ms"] for l in lines) if lines else 0.0,
         "steps_committing_more_than_one": sum(1 for c in commits if c > 1),
         "cache_steps": {k: kinds.count(k) for k in sorted(set(kinds))},
         "median_forward_ms_by_cache_step": {k: statistics.median(v) for k, v in sorted(fwd.items())},
@@ -212,7 +213,8 @@ def summarize(units, arm_names):
              "ms_per_token": (sum(r["generate_ms"] for r in rows) /
                               max(1, sum(r["tokens_committed"] for r in rows))),
              "mean_ms_per_step": statistics.mean(r["ms_per_step"] for r in rows),
-             "mean_median_forward_ms": statistics.mean(r["median_forward_ms"] for r in rows)}
+             "mean_median_forward_ms": statistics.mean(r["median_forward_ms"] for r in rows),
+             "mean_median_sample_ms": statistics.mean(r["median_sample_ms"] for r in rows)}
         kinds = {k for r in rows for k in r["cache_refresh"]}
         for k in sorted(kinds):
             s["median_forward_ms_%s_steps" % k] = _pooled_median(rows, k)
@@ -248,9 +250,11 @@ def notes_for(summary):
             notes.append(
                 "%s: the threshold %g was never reached (highest confidence of a committed token: %.3g), so "
                 "every step committed exactly one token, the most confident: %.2f tokens per step, one forward "
-                "pass per token like exact decoding with steps = max_tokens. Its ms/token differs from exact "
-                "only by the cache (if any) and noise; the parallel-decoding speedup Fast-dLLM reports needs "
-                "confident (trained) logits, which random weights do not give." %
+                "pass per committed token, as many as exact decoding with one token per step. None of its "
+                "ms/token difference from exact comes from parallel decoding: it comes from the other per-step "
+                "costs (a threshold step scores only the current block's masked rows, where Dream's exact "
+                "schedule scores every masked row of the answer; the cache, if any) and from noise. Fast-dLLM's "
+                "parallel-decoding speedup needs confident (trained) logits, which random weights do not give." %
                 (name, s["threshold"], s["max_committed_confidence"] or 0.0, s["mean_commits_per_step"]))
         if "measured_window_over_full_forward" in s:
             notes.append(

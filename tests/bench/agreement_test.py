@@ -52,6 +52,7 @@ class TraceStats(unittest.TestCase):
         s = ag.trace_stats(lines, 0.9)
         self.assertAlmostEqual(s["commits_per_step_mean"], 5 / 3)
         self.assertEqual(s["commits_per_step_max"], 3)
+        self.assertAlmostEqual(s["median_sample_ms"], 0.1)
         self.assertEqual(s["steps_committing_more_than_one"], 1)
         self.assertEqual(s["cache_steps"], {"full": 1, "window": 2})
         self.assertEqual(s["median_forward_ms_by_cache_step"], {"full": 10.0, "window": 5.0})
