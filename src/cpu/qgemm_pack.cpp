@@ -40,6 +40,16 @@ void q4_K_scale_min(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
   }
 }
 
+// The 256 four-bit values (0..15) of a block_q4_K, in order: sub-block j (values 32j..32j+31) lives in
+// bytes 32 (j / 2) .. + 31 of qs, in the low nibbles for even j, the high nibbles for odd j.
+void q4_K_values(const quant::block_q4_K& b, uint8_t* q) {
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t* s = b.qs + 32 * (j / 2);
+    const int shift = 4 * (j & 1);
+    for (int i = 0; i < 32; ++i) q[32 * j + i] = (s[i] >> shift) & 0xF;
+  }
+}
+
 // The 256 six-bit values (0..63) of a block_q6_K, in order. Per 128-value half n: ql[64n + l] holds
 // values l (low nibble) and l + 64 (high nibble), ql[64n + 32 + l] values l + 32 and l + 96; qh[32n + l]
 // holds their top 2 bits in bits 0-1, 2-3, 4-5, 6-7 for values l, l + 32, l + 64, l + 96.
@@ -57,84 +67,78 @@ void q6_K_values(const quant::block_q6_K& b, uint8_t* q) {
   }
 }
 
-}  // namespace
+// Row r's share of one interleaved nibble plane (Q4KBlock::qs[j], Q6KBlock::ql[s]) from 32
+// consecutive values v[0..31] (their low 4 bits): plane[p][r][b] = v[4p + b] | v[16 + 4p + b] << 4.
+void store_nibble_pairs(const uint8_t* v, uint8_t (&plane)[4][kRows][4], int r) {
+  for (int p = 0; p < 4; ++p) {
+    for (int b = 0; b < 4; ++b)
+      plane[p][r][b] = uint8_t((v[4 * p + b] & 0xF) | ((v[16 + 4 * p + b] & 0xF) << 4));
+  }
+}
 
-AlignedArray<Q4KBlock> pack_q4_K(const quant::block_q4_K* src, int64_t n_out, int64_t n_in) {
+// Row r of a Q4KBlock from that row's block_q4_K.
+void pack_q4_K_row(const quant::block_q4_K& b, int r, Q4KBlock& o) {
+  o.d[r] = b.d;
+  o.dmin[r] = b.dmin;
+  uint8_t m[8];
+  for (int j = 0; j < 8; ++j) q4_K_scale_min(b.scales, j, &o.scales[j][r], &m[j]);
+  for (int p = 0; p < 4; ++p) {
+    o.mins[p][r][0] = m[2 * p];
+    o.mins[p][r][1] = m[2 * p + 1];
+  }
+  uint8_t q[quant::kQK_K];
+  q4_K_values(b, q);
+  for (int j = 0; j < 8; ++j) store_nibble_pairs(q + 32 * j, o.qs[j], r);
+}
+
+// Row r of a Q6KBlock from that row's block_q6_K: the low 4 bits of each value in ql (as Q4_K's qs),
+// the top 2 bits in qh.
+void pack_q6_K_row(const quant::block_q6_K& b, int r, Q6KBlock& o) {
+  o.d[r] = quant::fp16_to_fp32(b.d);
+  uint8_t q[quant::kQK_K];
+  q6_K_values(b, q);
+  for (int s = 0; s < 8; ++s) {
+    o.scales[s][r][0] = b.scales[2 * s];
+    o.scales[s][r][1] = b.scales[2 * s + 1];
+    const uint8_t* v = q + 32 * s;
+    store_nibble_pairs(v, o.ql[s], r);
+    for (int h = 0; h < 2; ++h) {
+      for (int k = 0; k < 4; ++k) {
+        o.qh[s][h][r][k] = uint8_t((v[8 * h + k] >> 4) | ((v[16 + 8 * h + k] >> 4) << 2) |
+                                   ((v[8 * h + 4 + k] >> 4) << 4) | ((v[16 + 8 * h + 4 + k] >> 4) << 6));
+      }
+    }
+  }
+}
+
+// The walk both layouts share: n_out rows of GGUF blocks (row-major, n_in / 256 per row) into
+// ceil(n_out / kRows) groups x (n_in / 256) packed blocks, group-major; pack_row(src block, r, dst
+// block) fills row r of a packed block. Rows past n_out stay zero (d = 0: they contribute nothing).
+template <typename Packed, typename Block, typename PackRow>
+AlignedArray<Packed> pack_groups(const Block* src, int64_t n_out, int64_t n_in, PackRow pack_row) {
   const int64_t n_sb = n_in / quant::kQK_K;
   const int64_t n_groups = (n_out + kRows - 1) / kRows;
-  AlignedArray<Q4KBlock> dst = aligned_zeros<Q4KBlock>(size_t(n_groups * n_sb));
-  Q4KBlock* out = dst.get();
+  AlignedArray<Packed> dst = aligned_zeros<Packed>(size_t(n_groups * n_sb));
+  Packed* out = dst.get();
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < n_groups; ++g) {
     for (int64_t sb = 0; sb < n_sb; ++sb) {
-      Q4KBlock& o = out[g * n_sb + sb];
-      for (int r = 0; r < kRows; ++r) {
-        const int64_t row = g * kRows + r;
-        if (row >= n_out) break;  // padding rows stay zero (d = 0)
-        const quant::block_q4_K& b = src[row * n_sb + sb];
-        o.d[r] = b.d;
-        o.dmin[r] = b.dmin;
-        uint8_t m[8];
-        for (int j = 0; j < 8; ++j) q4_K_scale_min(b.scales, j, &o.scales[j][r], &m[j]);
-        for (int p = 0; p < 4; ++p) {
-          o.mins[p][r][0] = m[2 * p];
-          o.mins[p][r][1] = m[2 * p + 1];
-        }
-        // Sub-block j lives in bytes 32 (j / 2) .. + 31 of qs, low nibbles for even j, high for odd.
-        for (int j = 0; j < 8; ++j) {
-          const uint8_t* s = b.qs + 32 * (j / 2);
-          const int shift = 4 * (j & 1);
-          for (int p = 0; p < 4; ++p) {
-            for (int k = 0; k < 4; ++k) {
-              const uint8_t lo = (s[4 * p + k] >> shift) & 0xF;
-              const uint8_t hi = (s[16 + 4 * p + k] >> shift) & 0xF;
-              o.qs[j][p][r][k] = uint8_t(lo | (hi << 4));
-            }
-          }
-        }
+      for (int r = 0; r < kRows && g * kRows + r < n_out; ++r) {
+        pack_row(src[(g * kRows + r) * n_sb + sb], r, out[g * n_sb + sb]);
       }
     }
   }
   return dst;
 }
 
+}  // namespace
+
+AlignedArray<Q4KBlock> pack_q4_K(const quant::block_q4_K* src, int64_t n_out, int64_t n_in) {
+  return pack_groups<Q4KBlock>(src, n_out, n_in, pack_q4_K_row);
+}
+
 AlignedArray<Q6KBlock> pack_q6_K(const quant::block_q6_K* src, int64_t n_out, int64_t n_in) {
-  const int64_t n_sb = n_in / quant::kQK_K;
-  const int64_t n_groups = (n_out + kRows - 1) / kRows;
-  AlignedArray<Q6KBlock> dst = aligned_zeros<Q6KBlock>(size_t(n_groups * n_sb));
-  Q6KBlock* out = dst.get();
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < n_groups; ++g) {
-    for (int64_t sb = 0; sb < n_sb; ++sb) {
-      Q6KBlock& o = out[g * n_sb + sb];
-      for (int r = 0; r < kRows; ++r) {
-        const int64_t row = g * kRows + r;
-        if (row >= n_out) break;
-        const quant::block_q6_K& b = src[row * n_sb + sb];
-        o.d[r] = quant::fp16_to_fp32(b.d);
-        uint8_t q[quant::kQK_K];
-        q6_K_values(b, q);
-        for (int s = 0; s < 8; ++s) {
-          o.scales[s][r][0] = b.scales[2 * s];
-          o.scales[s][r][1] = b.scales[2 * s + 1];
-          const uint8_t* v = q + 32 * s;
-          for (int p = 0; p < 4; ++p) {
-            for (int k = 0; k < 4; ++k) {
-              o.ql[s][p][r][k] = uint8_t((v[4 * p + k] & 0xF) | ((v[16 + 4 * p + k] & 0xF) << 4));
-            }
-          }
-          for (int h = 0; h < 2; ++h) {
-            for (int k = 0; k < 4; ++k) {
-              o.qh[s][h][r][k] =
-                  uint8_t((v[8 * h + k] >> 4) | ((v[16 + 8 * h + k] >> 4) << 2) |
-                          ((v[8 * h + 4 + k] >> 4) << 4) | ((v[16 + 8 * h + 4 + k] >> 4) << 6));
-            }
-          }
-        }
-      }
-    }
-  }
-  return dst;
+  return pack_groups<Q6KBlock>(src, n_out, n_in, pack_q6_K_row);
 }
 
 void make_bs32(const quant::block_q8_K* x, int64_t n_tokens, int64_t n_sb, int16_t* bs32) {
