@@ -10,16 +10,21 @@
 // "Numerics"); that rounding is done once per projection input and shared by Q/K/V and by gate/up.
 //
 // Threading: OpenMP, dynamic schedule. Matmuls are split into fixed output-row ranges (their size
-// depends on the matrix only, never on the thread count), attention into (head, query-token) items,
+// depends on the matrix only, never on the thread count), attention into (sequence, head) items,
 // the row ops into tokens; each output element is computed by one thread in a fixed order, so the
 // logits are bit-identical for any thread count.
 #include "cpu/forward.h"
 
+#include <omp.h>
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -75,6 +80,85 @@ struct MatmulJob {
   int64_t ldy = 0;
 };
 
+/// Opt-in per-phase timing of the forward pass ($DLLM_PROFILE=1): wall time and process CPU time
+/// (all threads, spin-waiting included) per phase, summed over forwards and printed per forward to
+/// stderr when the CpuForward is destroyed. Off (the default), a phase costs one branch.
+enum class Phase {
+  kEmbed,
+  kNorm,
+  kQuantize,
+  kGemmQkv,
+  kBiasRope,
+  kKvCache,
+  kAttention,
+  kGemmO,
+  kResidual,
+  kGemmGateUp,
+  kSiluMul,
+  kGemmDown,
+  kLmHead,
+  kCount
+};
+constexpr const char* kPhaseNames[] = {
+    "embedding", "rmsnorm",      "q8_K quantize", "gemm q/k/v", "bias+rope", "kv cache",    "attention",
+    "gemm o",    "residual add", "gemm gate/up",  "silu*up",    "gemm down", "gemm lm head"};
+static_assert(std::size(kPhaseNames) == static_cast<size_t>(Phase::kCount));
+
+struct Profile {
+  bool on = false;
+  int64_t forwards = 0;
+  std::array<double, static_cast<size_t>(Phase::kCount)> wall_s{}, cpu_s{};
+
+  static double cpu_now() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  static double wall_now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  /// Times one phase from construction to destruction.
+  class Scope {
+   public:
+    Scope(Profile& p, Phase phase) : p_(p.on ? &p : nullptr), phase_(phase) {
+      if (p_ != nullptr) {
+        wall0_ = wall_now();
+        cpu0_ = cpu_now();
+      }
+    }
+    ~Scope() {
+      if (p_ == nullptr) return;
+      p_->wall_s[static_cast<size_t>(phase_)] += wall_now() - wall0_;
+      p_->cpu_s[static_cast<size_t>(phase_)] += cpu_now() - cpu0_;
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Profile* p_;
+    Phase phase_;
+    double wall0_ = 0, cpu0_ = 0;
+  };
+
+  void print() const {
+    if (!on || forwards == 0) return;
+    double wall = 0, cpu = 0;
+    for (size_t i = 0; i < wall_s.size(); ++i) {
+      wall += wall_s[i];
+      cpu += cpu_s[i];
+    }
+    const double per = 1e3 / static_cast<double>(forwards);
+    std::fprintf(stderr, "profile: %lld forward passes; per pass:\n%-14s %10s %6s %10s %6s\n",
+                 static_cast<long long>(forwards), "phase", "wall ms", "wall%", "cpu ms", "cpu%");
+    for (size_t i = 0; i < wall_s.size(); ++i) {
+      std::fprintf(stderr, "%-14s %10.1f %6.1f %10.1f %6.1f\n", kPhaseNames[i], wall_s[i] * per,
+                   100.0 * wall_s[i] / wall, cpu_s[i] * per, 100.0 * cpu_s[i] / cpu);
+    }
+    std::fprintf(stderr, "%-14s %10.1f %6.1f %10.1f %6.1f\n", "total", wall * per, 100.0, cpu * per, 100.0);
+  }
+};
+
 }  // namespace
 
 struct CpuForward::Impl {
@@ -93,15 +177,19 @@ struct CpuForward::Impl {
   RopeTable rope_table;
 
   // Activation buffers, all sized for max_batch x max_tokens rows (row-major, one row per token).
-  std::vector<float> x;         ///< residual stream, n_embd
-  std::vector<float> xn;        ///< normalized input of a projection, n_embd
-  std::vector<float> q, k, v;   ///< n_head * hd, n_head_kv * hd, n_head_kv * hd
-  std::vector<float> att;       ///< attention output before Wo, n_head * hd
-  std::vector<float> proj;      ///< output of Wo / Wdown before the residual add, n_embd
-  std::vector<float> gate, up;  ///< n_ff
-  std::vector<float> scores;    ///< n_threads x max_tokens: one attention score row per thread
+  std::vector<float> x;            ///< residual stream, n_embd
+  std::vector<float> xn;           ///< normalized input of a projection, n_embd
+  std::vector<float> q, k, v;      ///< n_head * hd, n_head_kv * hd, n_head_kv * hd
+  std::vector<float> att;          ///< attention output before Wo, n_head * hd
+  std::vector<float> proj;         ///< output of Wo / Wdown before the residual add, n_embd
+  std::vector<float> gate, up;     ///< n_ff
+  std::vector<float> att_scratch;  ///< n_threads x att_scratch_stride: attention_head's scratch
+  size_t att_scratch_stride = 0;
   std::vector<quant::block_q8_K> q8_embd, q8_att, q8_ff;  ///< Q8_K copies of xn / att / gate
   bool q8_embd_used = false, q8_att_used = false, q8_ff_used = false, q8_head_used = false;
+  Profile prof;
+
+  ~Impl() { prof.print(); }
 
   Impl(const model::Model& m, const ForwardOptions& opt) : model(m), c(m.config()) {
     if (opt.max_tokens <= 0)
@@ -113,6 +201,8 @@ struct CpuForward::Impl {
     n_threads = opt.n_threads > 0 ? opt.n_threads : physical_core_count();
     isa = opt.isa ? *opt.isa : choose_isa("");
     if (opt.rope_mode) c.rope_mode = *opt.rope_mode;
+    const char* profile_env = std::getenv("DLLM_PROFILE");
+    prof.on = profile_env != nullptr && profile_env[0] != '\0' && std::string(profile_env) != "0";
 
     // A matrix that copied / repacked its weights no longer reads the mapping: give those pages back so
     // the model is resident once (issue 3, memory). A later read (the tied embedding lookup) faults
@@ -154,7 +244,8 @@ struct CpuForward::Impl {
     proj.resize(L * c.n_embd);
     gate.resize(L * c.n_ff);
     up.resize(L * c.n_ff);
-    scores.resize(static_cast<size_t>(n_threads) * static_cast<size_t>(max_tokens));
+    att_scratch_stride = max_tokens;
+    att_scratch.resize(static_cast<size_t>(n_threads) * att_scratch_stride);
     // A Q4_K / Q6_K matrix's n_in is a multiple of 256 by its block geometry, so these divide.
     if (q8_embd_used || q8_head_used) q8_embd.resize(L * (c.n_embd / quant::kQK_K));
     if (q8_att_used) q8_att.resize(L * (n_q / quant::kQK_K));
@@ -190,6 +281,7 @@ struct CpuForward::Impl {
     a.n_tokens = n;
     a.n_in = n_in;
     if (use_q8) {
+      const Profile::Scope ps(prof, Phase::kQuantize);
       const int64_t nb = n_in / quant::kQK_K;
       quant::block_q8_K* dst = q8.data();
 #pragma omp parallel for schedule(static) num_threads(n_threads)
@@ -292,81 +384,124 @@ struct CpuForward::Impl {
     const int64_t n_act = n_seq * m;  // activation rows
     const bool cached_step = cache != nullptr && !refresh;
     const size_t layer_kv = static_cast<size_t>(max_tokens) * static_cast<size_t>(n_kv);
+    using PS = Profile::Scope;
+    ++prof.forwards;
 
     // Token embeddings.
+    {
+      const PS ps(prof, Phase::kEmbed);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t r = 0; r < n_act; ++r)
-      model.dequantize_row(model.token_embd(), tokens[(r / m) * n + wb + r % m], &x[r * d]);
+      for (int64_t r = 0; r < n_act; ++r)
+        model.dequantize_row(model.token_embd(), tokens[(r / m) * n + wb + r % m], &x[r * d]);
+    }
 
     for (size_t il = 0; il < layers.size(); ++il) {
       const LayerMatrices& lm = layers[il];
       const model::LayerWeights& lw = model.layers()[il];
 
       // Attention block.
+      {
+        const PS ps(prof, Phase::kNorm);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t r = 0; r < n_act; ++r) rmsnorm(&x[r * d], lw.attn_norm.data(), &xn[r * d], d, c.rms_eps);
+        for (int64_t r = 0; r < n_act; ++r) rmsnorm(&x[r * d], lw.attn_norm.data(), &xn[r * d], d, c.rms_eps);
+      }
       const Activations a_in = activations(xn.data(), n_act, d, q8_embd, q8_embd_used);
-      matmul(std::array<MatmulJob, 3>{MatmulJob{lm.q.get(), &a_in, q.data(), n_q},
-                                      MatmulJob{lm.k.get(), &a_in, k.data(), n_kv},
-                                      MatmulJob{lm.v.get(), &a_in, v.data(), n_kv}});
+      {
+        const PS ps(prof, Phase::kGemmQkv);
+        matmul(std::array<MatmulJob, 3>{MatmulJob{lm.q.get(), &a_in, q.data(), n_q},
+                                        MatmulJob{lm.k.get(), &a_in, k.data(), n_kv},
+                                        MatmulJob{lm.v.get(), &a_in, v.data(), n_kv}});
+      }
       const bool bias = !lw.attn_q_bias.empty();
+      {
+        const PS ps(prof, Phase::kBiasRope);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t r = 0; r < n_act; ++r) {
-        const int64_t pos = wb + r % m;
-        float* qt = &q[r * n_q];
-        float* kt = &k[r * n_kv];
-        if (bias) {
-          add_inplace(qt, lw.attn_q_bias.data(), n_q);
-          add_inplace(kt, lw.attn_k_bias.data(), n_kv);
-          add_inplace(&v[r * n_kv], lw.attn_v_bias.data(), n_kv);
+        for (int64_t r = 0; r < n_act; ++r) {
+          const int64_t pos = wb + r % m;
+          float* qt = &q[r * n_q];
+          float* kt = &k[r * n_kv];
+          if (bias) {
+            add_inplace(qt, lw.attn_q_bias.data(), n_q);
+            add_inplace(kt, lw.attn_k_bias.data(), n_kv);
+            add_inplace(&v[r * n_kv], lw.attn_v_bias.data(), n_kv);
+          }
+          rope(qt, c.n_head, hd, rope_table.cos(pos), rope_table.sin(pos), c.rope_mode);
+          rope(kt, c.n_head_kv, hd, rope_table.cos(pos), rope_table.sin(pos), c.rope_mode);
         }
-        rope(qt, c.n_head, hd, rope_table.cos(pos), rope_table.sin(pos), c.rope_mode);
-        rope(kt, c.n_head_kv, hd, rope_table.cos(pos), rope_table.sin(pos), c.rope_mode);
       }
       if (cache != nullptr) {
         // Refresh: every position's K/V (m == n); cached step: the window's fresh K/V replace their
         // slots (Fast-dLLM's replace_position), the rest stay as the last refresh left them.
+        const PS ps(prof, Phase::kKvCache);
         float* ck = cache->k.data() + il * layer_kv + wb * n_kv;
         float* cv = cache->v.data() + il * layer_kv + wb * n_kv;
         std::copy(k.begin(), k.begin() + m * n_kv, ck);
         std::copy(v.begin(), v.begin() + m * n_kv, cv);
       }
-      for (int64_t s = 0; s < n_seq; ++s) {
-        const float* ks = cached_step ? cache->k.data() + il * layer_kv : &k[s * m * n_kv];
-        const float* vs = cached_step ? cache->v.data() + il * layer_kv : &v[s * m * n_kv];
-        attention_queries(&q[s * m * n_q], m, ks, vs, n, c.n_head, c.n_head_kv, hd, scale, &att[s * m * n_q],
-                          scores.data(), max_tokens, n_threads);
+      {
+        const PS ps(prof, Phase::kAttention);
+        for (int64_t s = 0; s < n_seq; ++s) {
+          const float* ks = cached_step ? cache->k.data() + il * layer_kv : &k[s * m * n_kv];
+          const float* vs = cached_step ? cache->v.data() + il * layer_kv : &v[s * m * n_kv];
+          attention_queries(&q[s * m * n_q], m, ks, vs, n, c.n_head, c.n_head_kv, hd, scale,
+                            &att[s * m * n_q], att_scratch.data(), max_tokens, n_threads);
+        }
       }
       const Activations a_att = activations(att.data(), n_act, n_q, q8_att, lm.o->wants_q8k());
-      matmul(std::array<MatmulJob, 1>{MatmulJob{lm.o.get(), &a_att, proj.data(), d}});
+      {
+        const PS ps(prof, Phase::kGemmO);
+        matmul(std::array<MatmulJob, 1>{MatmulJob{lm.o.get(), &a_att, proj.data(), d}});
+      }
+      {
+        const PS ps(prof, Phase::kResidual);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t r = 0; r < n_act; ++r) add_inplace(&x[r * d], &proj[r * d], d);
+        for (int64_t r = 0; r < n_act; ++r) add_inplace(&x[r * d], &proj[r * d], d);
+      }
 
-        // Feed-forward block.
+      // Feed-forward block.
+      {
+        const PS ps(prof, Phase::kNorm);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t r = 0; r < n_act; ++r) rmsnorm(&x[r * d], lw.ffn_norm.data(), &xn[r * d], d, c.rms_eps);
+        for (int64_t r = 0; r < n_act; ++r) rmsnorm(&x[r * d], lw.ffn_norm.data(), &xn[r * d], d, c.rms_eps);
+      }
       const Activations f_in = activations(xn.data(), n_act, d, q8_embd, q8_embd_used);
-      matmul(std::array<MatmulJob, 2>{MatmulJob{lm.gate.get(), &f_in, gate.data(), c.n_ff},
-                                      MatmulJob{lm.up.get(), &f_in, up.data(), c.n_ff}});
+      {
+        const PS ps(prof, Phase::kGemmGateUp);
+        matmul(std::array<MatmulJob, 2>{MatmulJob{lm.gate.get(), &f_in, gate.data(), c.n_ff},
+                                        MatmulJob{lm.up.get(), &f_in, up.data(), c.n_ff}});
+      }
+      {
+        const PS ps(prof, Phase::kSiluMul);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t r = 0; r < n_act; ++r)
-        silu_mul(&gate[r * c.n_ff], &up[r * c.n_ff], &gate[r * c.n_ff], c.n_ff);
+        for (int64_t r = 0; r < n_act; ++r)
+          silu_mul(&gate[r * c.n_ff], &up[r * c.n_ff], &gate[r * c.n_ff], c.n_ff);
+      }
       const Activations f_act = activations(gate.data(), n_act, c.n_ff, q8_ff, lm.down->wants_q8k());
-      matmul(std::array<MatmulJob, 1>{MatmulJob{lm.down.get(), &f_act, proj.data(), d}});
+      {
+        const PS ps(prof, Phase::kGemmDown);
+        matmul(std::array<MatmulJob, 1>{MatmulJob{lm.down.get(), &f_act, proj.data(), d}});
+      }
+      {
+        const PS ps(prof, Phase::kResidual);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t r = 0; r < n_act; ++r) add_inplace(&x[r * d], &proj[r * d], d);
+        for (int64_t r = 0; r < n_act; ++r) add_inplace(&x[r * d], &proj[r * d], d);
+      }
     }
 
     // Final norm and LM head, only for the requested rows (of every sequence).
     const auto n_rows = static_cast<int64_t>(rows.size());
     if (n_rows == 0) return;
     const int64_t n_head_rows = n_seq * n_rows;
+    {
+      const PS ps(prof, Phase::kNorm);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t j = 0; j < n_head_rows; ++j) {
-      const int64_t r = (j / n_rows) * m + rows[j % n_rows] - wb;
-      rmsnorm(&x[r * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
+      for (int64_t j = 0; j < n_head_rows; ++j) {
+        const int64_t r = (j / n_rows) * m + rows[j % n_rows] - wb;
+        rmsnorm(&x[r * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
+      }
     }
     const Activations h_in = activations(xn.data(), n_head_rows, d, q8_embd, q8_head_used);
+    const PS ps(prof, Phase::kLmHead);
     matmul(std::array<MatmulJob, 1>{MatmulJob{output.get(), &h_in, logits, output->n_out()}});
   }
 };
