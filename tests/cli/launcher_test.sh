@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Tests of the ./dllm launcher: exit codes, closest-command suggestions, setup without a terminal,
-# doctor, and pass-through to the built binary. Run by CTest with DLLM_SOURCE_DIR (the checkout),
+# Tests of the ./dllm launcher: exit codes, closest-command suggestions (and none for a far word),
+# help [COMMAND], setup without a terminal, doctor, and pass-through to the built binary. Run by CTest with DLLM_SOURCE_DIR (the checkout),
 # DLLM_BUILD_DIR (the build folder whose bin/dllm to use) and DLLM_SHARED_DEFAULT (../shared; the
 # environment's DLLM_SHARED overrides it).
 # Parts that would make the launcher rebuild (binary older than the sources) are skipped with a note.
@@ -38,14 +38,43 @@ expect() {
   fi
 }
 
+# expect_error CODE NEEDLE ABSENT -- ARGS...: the output is exactly one "ERROR: " line, containing
+# NEEDLE and not ABSENT (when ABSENT is not empty), and the exit code is CODE.
+expect_error() {
+  local code="$1" needle="$2" absent="$3"
+  shift 4
+  local out rc
+  out="$("$SRC/dllm" "$@" </dev/null 2>&1)"
+  rc=$?
+  if [[ $rc -ne $code || "$out" != "ERROR: "* || "$out" == *$'\n'* || "$out" != *"$needle"* ||
+    (-n "$absent" && "$out" == *"$absent"*) ]]; then
+    echo "FAIL: ./dllm $* -> exit $rc (expected $code), wanted one ERROR line with '$needle'${absent:+ and without '$absent'}:"
+    echo "$out" | tail -n 5
+    failures=$((failures + 1))
+  else
+    echo "ok: ./dllm $* -> $rc"
+  fi
+}
+
 expect 2 "did you mean 'run'" -- rnu "Hi"
 expect 2 "did you mean 'test'" -- tset
 expect 2 "did you mean 'doctor'" -- doctr
 expect 2 "did you mean 'setup'" -- setpu
 expect 2 "did you mean 'inspect'" -- inspekt x.gguf
-expect 0 "usage: ./dllm" --
+expect 2 "usage: ./dllm" --  # no command: usage on stderr, exit 2 (as git)
 expect 0 "usage: ./dllm" -- --help
 expect 2 "--bogus" -- setup --bogus
+# help [COMMAND]: the launcher's own commands answer without the binary.
+expect 0 "usage: ./dllm setup" -- help setup
+expect 0 "usage: ./dllm setup" -- setup --help
+expect 0 "usage: ./dllm doctor" -- help doctor
+expect 0 "usage: ./dllm test" -- help test
+expect 0 "usage: ./dllm COMMAND" -- help help
+expect_error 2 "unknown command 'bogus'" "" -- help bogus
+expect_error 2 "did you mean 'setup'" "" -- help setpu
+# A word far from every command gets the list, not a wild guess.
+expect_error 2 "commands: setup doctor pull" "did you mean" -- frobnicate
+expect_error 2 "unknown command 'rm'" "did you mean" -- rm
 
 BIN="$DLLM_BUILD_DIR/bin/dllm"
 stale="$(find "$SRC/src" "$SRC/CMakeLists.txt" "$SRC/tests/CMakeLists.txt" -newer "$BIN" \
@@ -60,6 +89,8 @@ else
   expect 1 "model file not found" -- run --model "$TMP/missing.gguf" "Hi"
   expect 0 "50257" -- tokenize --model "$LLADA" --prompt "Hi"
   expect 0 "dllm logits" -- help logits
+  expect 0 "dllm run" -- help run
+  expect 0 "dllm: local inference" -- help
   # No terminal, no --yes: setup downloads nothing, exits 3 and prints the command that finishes.
   expect 3 "./dllm setup --yes" -- setup
   expect 0 "binary is newer than the sources" -- setup --no-model
