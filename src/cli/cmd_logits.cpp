@@ -2,7 +2,13 @@
 // logits of the requested positions to a file, [rows, n_vocab] row-major, little-endian, no header: the
 // layout of
 // ../shared/reference/logits/*.f32, so the parity tests can compare row by row.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -31,7 +37,29 @@ struct LogitsOptions {
   bool verbose = false;
 };
 
+/// Fails before the model loads when --out cannot be written: a directory, a missing folder, a
+/// folder without write permission. dllm::Error naming the path and the reason.
+void check_out_path(const std::string& out) {
+  struct stat st {};
+  if (::stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw Error("--out " + out + " is a directory: give a file path inside it, e.g. " +
+                (std::filesystem::path(out) / "logits.f32").string());
+  }
+  std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  if (parent.empty()) parent = ".";
+  if (::stat(parent.string().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw Error("--out " + out + ": the folder " + parent.string() + " does not exist; create it first");
+  }
+  if (::access(parent.string().c_str(), W_OK) != 0) {
+    throw Error("--out " + out + ": cannot write in " + parent.string() + " (" + std::strerror(errno) + ")");
+  }
+  if (::access(out.c_str(), F_OK) == 0 && ::access(out.c_str(), W_OK) != 0) {
+    throw Error("--out " + out + " is not writable (" + std::string(std::strerror(errno)) + ")");
+  }
+}
+
 int run_logits(const LogitsOptions& o) {
+  check_out_path(o.out);
   if (o.tokens.empty() == o.tokens_file.empty()) {
     throw UsageError("logits needs exactly one of --tokens \"ID ID ...\" or --tokens-file FILE");
   }
@@ -82,7 +110,7 @@ int run_logits(const LogitsOptions& o) {
   const std::string tmp = o.out + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error("cannot write logits file: " + o.out);
+    if (!f) throw Error("cannot write logits file " + tmp + " (" + std::strerror(errno) + ")");
     f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
     f.close();
     if (!f) {
@@ -91,8 +119,9 @@ int run_logits(const LogitsOptions& o) {
     }
   }
   if (std::rename(tmp.c_str(), o.out.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
     std::remove(tmp.c_str());
-    throw Error("cannot write logits file: " + o.out);
+    throw Error("cannot write logits file " + o.out + " (" + why + ")");
   }
   if (o.verbose) {
     std::fprintf(stderr, "model: %s\ntokens: %lld, rows: %zu, n_vocab: %lld\n%s\n", path.c_str(),

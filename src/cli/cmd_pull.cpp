@@ -3,12 +3,33 @@
 #include <iostream>
 #include <memory>
 
+#include "base/error.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/model_source.h"
 #include "hub/hub.h"
+#include "hub/model_ref.h"
 
 namespace dllm::cli {
+
+namespace {
+
+/// pull names a repo, not a file: its argument must be org/repo or org/repo:QUANT (the forms
+/// hub::parse_model_ref accepts besides paths). The hub's own message speaks of --model, which pull
+/// does not have, so a malformed argument gets pull's message here.
+void check_pull_spec(const std::string& spec) {
+  try {
+    hub::parse_model_ref(spec);
+  } catch (const UsageError&) {
+    throw UsageError(
+        "pull: '" + spec +
+        "' is not a Hugging Face repo: give org/repo (its Q4_K_M file, else Q8_0, else the first "
+        ".gguf) or org/repo:QUANT, e.g. " +
+        "mradermacher/LLaDA-8B-Instruct-GGUF:Q4_K_M");
+  }
+}
+
+}  // namespace
 
 Command add_pull_command(CLI::App& root) {
   auto o = std::make_shared<ModelFlags>();
@@ -21,6 +42,7 @@ Command add_pull_command(CLI::App& root) {
       "--dry-run", *dry_run,
       "Download nothing: print the file the spec names on the hub and its size in bytes (tab-separated)");
   return {sub, [o, dry_run]() {
+            check_pull_spec(o->model);
             if (*dry_run) {
               const hub::RepoFile f = hub::lookup_remote(o->model, hub_options(offline_requested(*o)));
               std::cout << f.repo << "/" << f.filename << "\t" << f.size_bytes << "\n";

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "cli/util.h"
+
 namespace dllm::cli {
 
 CLI::Validator whole_number(int64_t min) {
@@ -50,9 +52,36 @@ void add_model_flags(CLI::App& sub, ModelFlags& f) {
   sub.add_flag("--offline", f.offline, "Use the local Hugging Face cache only (also HF_HUB_OFFLINE=1)");
 }
 
+int max_threads() {
+  return 4 * logical_cpus();
+}
+
+std::string threads_warning(int threads) {
+  const int cpus = logical_cpus();
+  if (threads <= cpus) return "";
+  return "--threads " + std::to_string(threads) + " is more than the " + std::to_string(cpus) +
+         " logical CPUs this process may use: threads will take turns on the cores, which is slower "
+         "(leave --threads out for one per physical core)";
+}
+
 void add_compute_flags(CLI::App& sub, ComputeFlags& f) {
-  sub.add_option("-t,--threads", f.threads, "CPU threads (0: one per physical core)")
-      ->check(whole_number(0))
+  const int cap = max_threads();
+  const std::string cpus = std::to_string(logical_cpus());
+  sub.add_option("-t,--threads", f.threads,
+                 "CPU threads (0: one per physical core; at most 4 x the " + cpus +
+                     " logical CPUs). OpenMP workers sleep when idle (OMP_WAIT_POLICY=passive) unless "
+                     "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set")
+      ->check(CLI::Validator(
+          [cap, cpus](std::string& v) -> std::string {
+            int64_t x = 0;
+            auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+            if (ec != std::errc() || p != v.data() + v.size() || x < 0 || x > cap) {
+              return "must be a whole number from 0 (one per physical core) to " + std::to_string(cap) +
+                     " (4 x the " + cpus + " logical CPUs), got '" + v + "'";
+            }
+            return "";
+          },
+          "INT in [0, " + std::to_string(cap) + "]"))
       ->default_val(0);
   sub.add_option("--isa", f.isa,
                  "CPU kernel path: scalar, avx2, avxvnni, avx512vnni (default: best this CPU runs)")

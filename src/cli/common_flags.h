@@ -28,6 +28,15 @@ CLI::Validator whole_number(int64_t min);
 CLI::Validator real_number(double min, double max, bool min_exclusive = false);
 void add_compute_flags(CLI::App& sub, ComputeFlags& f);
 
+/// The largest --threads accepted: 4 x logical_cpus(). More threads than that cannot help (each one
+/// gets at most a quarter of a core and every parallel region waits for the slowest), so a bigger
+/// number is a typo; a fixed cap such as 1024 would still let "--threads 1000" through on a 2-CPU machine.
+int max_threads();
+
+/// The warning for a --threads above the logical CPU count (within max_threads()): one line naming
+/// the flag, the value and the CPU count; empty when `threads` <= logical_cpus() (0 = automatic).
+std::string threads_warning(int threads);
+
 /// True when --offline was given or HF_HUB_OFFLINE is set to something other than "" / "0".
 bool offline_requested(const ModelFlags& f);
 

@@ -1,7 +1,10 @@
 // Entry point of the `dllm` binary: parses the command line (CLI11), runs one command, and turns every
 // error into one "ERROR: <message>" line on stderr with the exit code of base/error.h
 // (1 failure, 2 usage). stdout carries only a command's result (text, ids, JSON, help).
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -28,8 +31,9 @@ std::string command_list() {
 }
 
 [[noreturn]] void unknown_command(const std::string& word) {
-  throw UsageError("unknown command '" + word + "': did you mean '" + closest(word, command_names()) +
-                   "'? (commands: " + command_list() + "; see 'dllm --help')");
+  const std::string hint = closest(word, command_names());
+  throw UsageError("unknown command '" + word + "'" + (hint.empty() ? "" : ": did you mean '" + hint + "'?") +
+                   " (commands: " + command_list() + "; see 'dllm --help')");
 }
 
 /// `dllm`, `dllm help`, `dllm --help`: the root usage followed by every command's usage.
@@ -55,8 +59,10 @@ int run_cli(int argc, char** argv) {
   help->add_option("command", help_topic, "The command to describe");
 
   if (argc < 2) {
-    print_all_help(app, commands);
-    return kExitOk;
+    // No command is a usage error (as git and ollama treat it): the root usage on stderr, exit 2, so
+    // a script that forgot the command does not pass silently.
+    std::cerr << app.get_formatter()->make_help(&app, "dllm", CLI::AppFormatMode::Normal);
+    return kExitUsage;
   }
   // An unknown first word is a misspelt command, not a stray argument: suggest the closest name.
   const std::string first = argv[1];
@@ -106,8 +112,8 @@ int run_cli(int argc, char** argv) {
   for (const auto& c : commands) {
     if (c.app->parsed()) return c.run();
   }
-  print_all_help(app, commands);  // only flags, no command: e.g. `dllm --version`-less root
-  return kExitOk;
+  // Unreachable today (the root has no flags of its own besides --help); a usage error if it ever is.
+  throw UsageError("no command given (commands: " + command_list() + "; see 'dllm --help')");
 }
 
 void print_error(const std::string& message) {
@@ -116,9 +122,27 @@ void print_error(const std::string& message) {
 }
 
 }  // namespace
+
+/// Makes idle OpenMP workers sleep instead of spinning, unless the user chose: when neither
+/// OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, sets OMP_WAIT_POLICY=passive and re-executes this
+/// binary (/proc/self/exe) with the same argv. libgomp reads those variables once, in its constructor
+/// before main(), so setting them here alone would be too late. The variable itself guards against a
+/// loop (the new process sees it set). Why: with libgomp's default (spin about 300,000 rounds before
+/// sleeping), workers that spin between the forward pass's parallel regions steal the cores other
+/// threads need when the machine is busy (tiny model: 277-594 ms/step instead of 16-24 ms at
+/// --threads 1); see docs/architecture.md "Threads" for the measurements. Returns when exec fails.
+void prefer_passive_openmp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (::setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+  ::execv("/proc/self/exe", argv);
+  // exec failed (no /proc, say): carry on with libgomp's default; children should not see the value.
+  ::unsetenv("OMP_WAIT_POLICY");
+}
+
 }  // namespace dllm::cli
 
 int main(int argc, char** argv) {
+  dllm::cli::prefer_passive_openmp_wait(argv);
   try {
     return dllm::cli::run_cli(argc, argv);
   } catch (const dllm::Error& e) {

@@ -3,7 +3,9 @@
 // final) or JSON. Defaults per architecture (README "Defaults"): LLaDA follows generate.py's chat settings
 // (block 32, steps = max tokens, low_confidence, temperature 0); Dream follows its model card's alg
 // (entropy) with temperature 0, eps 1e-3.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,10 +83,81 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
   return p;
 }
 
+/// How idle OpenMP workers wait, as this process's environment says (main() sets
+/// OMP_WAIT_POLICY=passive when neither variable is set): "OMP_WAIT_POLICY=passive", "GOMP_SPINCOUNT=1000".
+std::string openmp_wait() {
+  std::string s;
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    if (const char* v = std::getenv(name)) s += (s.empty() ? "" : ", ") + std::string(name) + "=" + v;
+  }
+  return s.empty() ? "libgomp's default spin" : s;
+}
+
 std::string fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
+}
+
+/// The canvas must fit the model's context (n_ctx_train): the prompt alone, then prompt + masks.
+/// Throws dllm::UsageError naming the one thing to change: the prompt when it alone is too long
+/// (lowering --max-tokens cannot help then), else --max-tokens with the largest value that fits.
+void check_canvas_fits(int64_t n_prompt, int64_t max_tokens, int64_t n_ctx) {
+  const std::string ctx = std::to_string(n_ctx);
+  if (n_prompt >= n_ctx) {
+    throw UsageError("the prompt is " + std::to_string(n_prompt) + " tokens and the model's context is " +
+                     ctx + " tokens, which leaves no room for an answer: shorten the prompt");
+  }
+  if (n_prompt + max_tokens > n_ctx) {
+    throw UsageError("the canvas is " + std::to_string(n_prompt + max_tokens) + " tokens (prompt " +
+                     std::to_string(n_prompt) + " + --max-tokens " + std::to_string(max_tokens) +
+                     "), longer than the model's context of " + ctx + " tokens: use --max-tokens " +
+                     std::to_string(n_ctx - n_prompt) + " or less, or shorten the prompt");
+  }
+}
+
+/// Forward passes the schedule runs without early stop, when a schedule can skip steps: LLaDA
+/// (get_num_transfer_tokens gives 0 tokens to some steps when a block has fewer tokens than steps) and
+/// Dream's top-k algorithms (int(masks * (1 - s/t)) is 0 on early steps: with steps = max_tokens,
+/// step 0 gets int(N * (1 - eps) / N) = 0). Both references run such a step without changing the
+/// canvas; generate() skips it. Returns "" when every requested step runs, or when the count is
+/// not fixed in advance (threshold decoding, Dream origin: random).
+std::string effective_steps_note(const diffusion::SamplerParams& p, bool steps_given) {
+  if (p.threshold) return "";
+  const std::string requested =
+      std::to_string(p.steps) + (steps_given ? " steps (--steps)" : " steps (the default: --max-tokens)");
+  if (p.schedule == diffusion::Schedule::kLlada) {
+    const int64_t nb = p.max_tokens / p.block_length;
+    const auto counts = diffusion::llada_transfer_counts(p.block_length, p.steps / nb);
+    int64_t run = 0;
+    for (int64_t k : counts) run += k > 0 ? 1 : 0;
+    run *= nb;
+    if (run == p.steps) return "";
+    return "llada: " + std::to_string(run) + " forward passes for " + requested + ": a block of " +
+           std::to_string(p.block_length) + " tokens gets " + std::to_string(p.steps / nb) +
+           " steps, more than its tokens, so the steps that would commit nothing are skipped";
+  }
+  if (p.alg == diffusion::DreamAlg::kOrigin) return "";
+  const std::vector<float> ts = diffusion::dream_timesteps(p.steps, p.eps);
+  int64_t left = p.max_tokens, run = 0;
+  std::string empty;  // the skipped steps, "0, 1"
+  int64_t n_empty = 0;
+  for (int64_t i = 0; i < p.steps; ++i) {
+    const int64_t k = std::min(left, diffusion::dream_transfer_count(left, i, ts));
+    if (k > 0) {
+      ++run;
+    } else if (++n_empty <= 3) {
+      empty += (empty.empty() ? "" : ", ") + std::to_string(i);
+    }
+    left -= k;
+  }
+  if (run == p.steps) return "";
+  if (n_empty > 3) empty += ", ...";
+  return "dream: " + std::to_string(run) + " forward passes for " + requested +
+         ": Dream's schedule reveals int(masks * (1 - s/t)) tokens at step i (t, s = timesteps[i], [i+1] "
+         "of " +
+         "linspace(1, " + fmt(p.eps) + ", steps + 1)), which is 0 at step " + empty + "; " +
+         (n_empty == 1 ? "that step is" : "those steps are") + " skipped";
 }
 
 std::string describe_sampler(const diffusion::SamplerParams& p) {
@@ -135,11 +208,7 @@ int run_generate(RunOptions& o) {
   report.prompt_tokens = tokenizer::prompt_tokens(tok, chat);
   report.tokenize_ms = tok_watch.elapsed_ms();
   const int64_t n_prompt = static_cast<int64_t>(report.prompt_tokens.size());
-  if (cfg.n_ctx_train > 0) {
-    tokenizer::check_context(report.prompt_tokens.size(), static_cast<size_t>(cfg.n_ctx_train), "prompt");
-    tokenizer::check_context(report.prompt_tokens.size() + static_cast<size_t>(o.max_tokens),
-                             static_cast<size_t>(cfg.n_ctx_train), "prompt + --max-tokens canvas");
-  }
+  if (cfg.n_ctx_train > 0) check_canvas_fits(n_prompt, o.max_tokens, cfg.n_ctx_train);
 
   Stopwatch fwd_watch;
   BackendOptions bo;
@@ -163,6 +232,10 @@ int run_generate(RunOptions& o) {
   diffusion::SamplerParams params = sampler_params(o, cfg, tok, backend->n_vocab(), report);
   report.sampler = describe_sampler(params);
   for (const std::string& w : diffusion::check_params(params, n_prompt, backend->n_vocab())) warn(report, w);
+  const std::string threads_note = threads_warning(o.compute.threads);
+  if (!threads_note.empty()) warn(report, threads_note);
+  const std::string steps_note = effective_steps_note(params, o.was_given("--steps"));
+  if (!steps_note.empty()) std::fprintf(stderr, "note: %s\n", steps_note.c_str());
 
   if (o.verbose) {
     std::fprintf(stderr, "model: %s\n", report.model_path.c_str());
@@ -174,7 +247,7 @@ int run_generate(RunOptions& o) {
     std::fprintf(stderr, "quantization: %s\n", report.quant_mix.c_str());
     if (report.device == "cpu") {
       std::fprintf(stderr, "%s\n", cpu::describe_isa(cpu::parse_isa(report.isa)).c_str());
-      std::fprintf(stderr, "threads: %d\n", report.threads);
+      std::fprintf(stderr, "threads: %d (OpenMP idle wait: %s)\n", report.threads, openmp_wait().c_str());
     }
     std::fprintf(stderr, "prompt: %lld tokens; canvas: %lld + %lld = %lld tokens\n",
                  static_cast<long long>(n_prompt), static_cast<long long>(n_prompt),

@@ -1,7 +1,9 @@
 // Helpers of the command line; see util.h.
 #include "cli/util.h"
 
+#include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -60,7 +62,21 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
       best = c;
     }
   }
+  // Two edits cover a typo or a swapped pair ("rnu"); more means a different word. A distance equal
+  // to the word's length would replace every letter ("rm" -> "run" is not a hint).
+  if (best_d > 2 || (best_d > 0 && best_d >= word.size())) return "";
   return best;
+}
+
+int logical_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : 1;
 }
 
 std::vector<int32_t> parse_ids(std::string_view text, std::string_view what) {

@@ -32,8 +32,15 @@ std::string format_bytes(uint64_t n_bytes);
 /// Levenshtein edit distance between two ASCII words.
 size_t edit_distance(std::string_view a, std::string_view b);
 
-/// The candidate closest to `word` by edit distance (first one on ties); empty when `candidates` is empty.
+/// The candidate `word` is probably a misspelling of, for "did you mean" hints: one that starts with
+/// `word` (a prefix, "tok" -> "tokenize"), else the one at the smallest edit distance (first on ties)
+/// provided that distance is at most 2 and smaller than the word's length, so "rnu" -> "run" and
+/// "tset" -> "test" but "frobnicate" and "rm" get no suggestion. Empty when none is close.
 std::string closest(std::string_view word, const std::vector<std::string>& candidates);
+
+/// Logical CPUs this process may run on (sched_getaffinity, what `nproc` prints; else the online
+/// CPUs); at least 1.
+int logical_cpus();
 
 /// Parses token ids written as decimal integers separated by spaces, commas, tabs or newlines
 /// ("1 2 3", "1,2,3"). Throws dllm::UsageError naming `what` and the offending word on anything else

@@ -3,10 +3,14 @@
 // the reference tiny LLaDA file with exactly one thing changed, so each file triggers one error.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -356,6 +360,78 @@ TEST(CliErrors, UnknownCommandSuggestsTheClosest) {
   EXPECT_NE(r.err.find("did you mean 'run'"), std::string::npos) << r.err;
 }
 
+TEST(CliErrors, UnknownCommandFarFromEveryNameListsThem) {
+  // "frobnicate" is 7+ edits from every command, "rm" 2 edits from "run" (its whole length): a
+  // suggestion would be noise, so the message lists the commands instead.
+  for (const char* word : {"frobnicate", "rm", "xyz"}) {
+    const RunResult r = run_dllm({word});
+    EXPECT_EQ(r.exit_code, 2) << word;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(std::string("unknown command '") + word + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("run, tokenize, inspect, logits, pull, help"), std::string::npos) << r.err;
+  }
+  const RunResult r = run_dllm({"help", "frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+}
+
+int logical_cpus_here() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  EXPECT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  return CPU_COUNT(&set);
+}
+
+TEST(CliErrors, ThreadsOutsideTheRangeNameTheFlag) {
+  // The cap is 4 x the logical CPUs (src/cli/common_flags.h max_threads); 1000 is above it on any
+  // machine with fewer than 250 CPUs.
+  const int cap = 4 * logical_cpus_here();
+  for (const std::string& t : {std::to_string(cap + 1), std::string("1000"), std::string("-1")}) {
+    if (t == "1000" && cap >= 1000) continue;
+    const RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--threads", t});
+    EXPECT_EQ(r.exit_code, 2) << t << ": " << r.err;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("to " + std::to_string(cap)), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("'" + t + "'"), std::string::npos) << r.err;
+    const RunResult l = run_dllm({"logits", "--model", llada_path(), "--tokens", "1", "--out", "x", "-t", t});
+    EXPECT_EQ(l.exit_code, 2) << t << ": " << l.err;
+    EXPECT_NE(l.err.find("--threads"), std::string::npos) << l.err;
+  }
+}
+
+TEST(CliErrors, PullNamesItsArgumentAndTheForms) {
+  // No network: the spec is rejected before any request (HF_HUB_OFFLINE as a guard anyway).
+  for (const char* spec : {"not a spec", "org/repo:Q4 K", "a/b/c"}) {
+    const RunResult r = run_dllm({"pull", spec}, {"HF_HUB_OFFLINE=1"});
+    EXPECT_EQ(r.exit_code, 2) << spec << ": " << r.err;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_EQ(r.err.find("--model"), std::string::npos) << r.err;  // pull has no --model flag
+    EXPECT_NE(r.err.find(std::string("pull: '") + spec + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("org/repo "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("org/repo:QUANT"), std::string::npos) << r.err;
+  }
+}
+
+TEST(CliErrors, LogitsOutThatCannotBeWritten) {
+  // Checked before the model loads: one line naming the path and the reason, nothing written.
+  TempDir dir;
+  const std::string folder = dir.path().string();
+  RunResult r = run_dllm({"logits", "--model", llada_path(), "--tokens", "1 2", "--out", folder});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("--out " + folder + " is a directory"), std::string::npos) << r.err;
+  const std::string missing = folder + "/no-such-folder/logits.f32";
+  r = run_dllm({"logits", "--model", llada_path(), "--tokens", "1 2", "--out", missing});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(folder + "/no-such-folder does not exist"), std::string::npos) << r.err;
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
 TEST(CliErrors, NoModelOrNoPrompt) {
   RunResult r = run_dllm({"run", "--prompt", "Hi"});
   EXPECT_EQ(r.exit_code, 2);
@@ -381,10 +457,23 @@ TEST(CliErrors, LongerThanTheModelContext) {
   std::string prompt;
   for (uint64_t i = 0; i < n_ctx + 100; ++i) prompt += " hello";
   r = run_dllm({"run", "--model", llada_path(), "--prompt", prompt, "--no-chat", "--max-tokens", "8"});
-  EXPECT_EQ(r.exit_code, 2);  // a usage error: shorten the prompt or --max-tokens
+  EXPECT_EQ(r.exit_code, 2);  // a usage error: shorten the prompt
   EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
-  EXPECT_NE(r.err.find("prompt"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(std::to_string(n_ctx)), std::string::npos) << r.err;
+  // The prompt's own length and the context, and only the fix that can work: lowering --max-tokens
+  // cannot make a prompt that alone overflows the context fit.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("prompt is ([0-9]+) tokens"))) << r.err;
+  const uint64_t n_prompt = std::stoull(m[1].str());
+  EXPECT_GT(n_prompt, n_ctx);
+  EXPECT_LE(n_prompt, n_ctx + 102);  // " hello" is one token; BOS at most
+  EXPECT_NE(r.err.find("context is " + std::to_string(n_ctx) + " tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("shorten the prompt"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--max-tokens"), std::string::npos) << r.err;
+  // Prompt and canvas too long together: the largest --max-tokens that fits (n_ctx - 18 prompt tokens).
+  r = run_dllm({"run", "--model", llada_path(), "--prompt", "What is 2+2?", "--max-tokens", "5000",
+                "--block-length", "5000"});
+  EXPECT_NE(r.err.find("--max-tokens " + std::to_string(n_ctx - 18) + " or less"), std::string::npos)
+      << r.err;
 }
 
 TEST(CliHelp, EveryCommandHasHelp) {
@@ -398,7 +487,7 @@ TEST(CliHelp, EveryCommandHasHelp) {
     EXPECT_EQ(h.out, r.out);
   }
   for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{}, {"--help"}, {"help"}, {"-h"}}) {
+       std::vector<std::vector<std::string>>{{"--help"}, {"help"}, {"-h"}}) {
     const RunResult r = run_dllm(args);
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.out.rfind("dllm: local inference", 0), 0u) << r.out;  // the root usage first
@@ -408,6 +497,17 @@ TEST(CliHelp, EveryCommandHasHelp) {
   // Help wins over a bad flag elsewhere on the line.
   const RunResult r = run_dllm({"run", "--bogus", "--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(CliHelp, NoCommandIsAUsageError) {
+  // As git and ollama: a missing command prints the usage on stderr and exits 2, never 0.
+  const RunResult r = run_dllm({});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("dllm: local inference", 0), 0u) << r.err;
+  for (const char* cmd : {"run", "tokenize", "inspect", "logits", "pull", "help"}) {
+    EXPECT_NE(r.err.find(std::string("\n  ") + cmd + " "), std::string::npos) << cmd << ": " << r.err;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 // tests check properties, never particular words.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -163,6 +166,106 @@ TEST(Run, TraceWritesOneLinePerStep) {
     ++n;
   }
   EXPECT_EQ(n, j.at("steps_run").get<int64_t>());
+}
+
+/// Forward passes of Dream's top-k schedule worked out from the reference (Dream generation_utils.py
+/// _sample), in f64: timesteps = linspace(1, eps, steps + 1); step i reveals int(masks * (1 - s/t))
+/// (t, s = timesteps[i], timesteps[i+1]), everything left on the last step; a step revealing 0 tokens
+/// changes nothing.
+int64_t dream_forward_passes(int64_t max_tokens, int64_t steps, double eps) {
+  int64_t left = max_tokens, passes = 0;
+  for (int64_t i = 0; i < steps; ++i) {
+    const double t = 1.0 + (eps - 1.0) * static_cast<double>(i) / static_cast<double>(steps);
+    const double s = 1.0 + (eps - 1.0) * static_cast<double>(i + 1) / static_cast<double>(steps);
+    const int64_t k = i < steps - 1 ? static_cast<int64_t>(static_cast<double>(left) * (1.0 - s / t)) : left;
+    if (k > 0) ++passes;
+    left -= k;
+  }
+  return passes;
+}
+
+/// The lines of `err` that start with `prefix`.
+std::vector<std::string> lines_starting(const std::string& err, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) out.push_back(line);
+  return out;
+}
+
+TEST(Run, DreamNotesTheStepsItsScheduleSkips) {
+  // -n 16 with the default steps = 16: int(16 * (1 - s/t)) at step 0 is int(0.999) = 0.
+  const int64_t passes = dream_forward_passes(16, 16, 1e-3);
+  ASSERT_EQ(passes, 15);
+  const RunResult r = run_dllm(run_args(dream_path(), "Hi", {"-n", "16", "--json", "--no-early-stop"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = parse_one_json_line(r);
+  EXPECT_EQ(j.at("steps_planned").get<int64_t>(), passes);
+  EXPECT_EQ(j.at("steps_run").get<int64_t>(), passes);
+  const auto notes = lines_starting(r.err, "note: ");
+  ASSERT_EQ(notes.size(), 1u) << r.err;
+  EXPECT_NE(notes[0].find("15 forward passes for 16 steps"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("0 at step 0"), std::string::npos) << notes[0];
+}
+
+TEST(Run, LladaNotesStepsBeyondTheBlockLength) {
+  // get_num_transfer_tokens(8 masks, 16 steps): 1 token on the first 8 steps, 0 on the last 8.
+  const RunResult r = run_dllm(run_args(llada_path(), "Hi", {"-n", "8", "--steps", "16", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_one_json_line(r).at("steps_planned").get<int64_t>(), 8);
+  const auto notes = lines_starting(r.err, "note: ");
+  ASSERT_EQ(notes.size(), 1u) << r.err;
+  EXPECT_NE(notes[0].find("8 forward passes for 16 steps (--steps)"), std::string::npos) << notes[0];
+}
+
+TEST(Run, NoStepNoteWhenEveryStepRuns) {
+  ASSERT_GT(dream_forward_passes(64, 16, 1e-3), 15);  // 64 * (1 - s/t) >= 3 on every step
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{run_args(llada_path(), "Hi", {"-n", "16"}),
+                                             run_args(dream_path(), "Hi", {"-n", "64", "-s", "16"})}) {
+    const RunResult r = run_dllm(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(lines_starting(r.err, "note: ").empty()) << r.err;
+  }
+}
+
+TEST(Run, ThreadsAboveTheCpusWarnOnce) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  const std::string t = std::to_string(cpus + 1);
+  const RunResult r = run_dllm(run_args(llada_path(), "Hi", {"-n", "8", "--threads", t, "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto warnings = lines_starting(r.err, "warning: --threads");
+  ASSERT_EQ(warnings.size(), 1u) << r.err;
+  EXPECT_NE(
+      warnings[0].find("--threads " + t + " is more than the " + std::to_string(cpus) + " logical CPUs"),
+      std::string::npos)
+      << warnings[0];
+  EXPECT_EQ(parse_one_json_line(r).at("threads").get<int>(), cpus + 1);
+  // At the CPU count: no warning.
+  const RunResult ok = run_dllm(run_args(llada_path(), "Hi", {"-n", "8", "--threads", std::to_string(cpus)}));
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(lines_starting(ok.err, "warning: --threads").empty()) << ok.err;
+}
+
+TEST(Run, OpenMpWorkersSleepUnlessTheUserChose) {
+  // main() re-executes itself with OMP_WAIT_POLICY=passive when neither variable is set (libgomp
+  // reads them before main); --verbose prints what the process that ran the model saw.
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT"))
+    GTEST_SKIP() << "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set in the test's environment";
+  const auto args = run_args(llada_path(), "Hi", {"-n", "8", "-v"});
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "OpenMP idle wait: OMP_WAIT_POLICY=passive)"},
+      {{"OMP_WAIT_POLICY=active"}, "OpenMP idle wait: OMP_WAIT_POLICY=active)"},
+      {{"GOMP_SPINCOUNT=1000"}, "OpenMP idle wait: GOMP_SPINCOUNT=1000)"},
+  };
+  for (const auto& [env, want] : cases) {
+    const RunResult r = run_dllm(args, env);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(want), std::string::npos) << want << " missing in:\n" << r.err;
+  }
 }
 
 }  // namespace
