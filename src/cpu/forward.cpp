@@ -35,6 +35,7 @@
 #include "base/error.h"
 #include "cpu/dispatch.h"
 #include "cpu/ops.h"
+#include "cpu/row_kernels.h"
 #include "model/model.h"
 #include "quant/quant.h"
 
@@ -185,6 +186,7 @@ struct CpuForward::Impl {
   std::vector<float> gate, up;     ///< n_ff
   std::vector<float> att_scratch;  ///< n_threads x att_scratch_stride: attention_head's scratch
   size_t att_scratch_stride = 0;
+  const RowKernels* rk = nullptr;  ///< quantization, SiLU and attention kernels of `isa`
   std::vector<quant::block_q8_K> q8_embd, q8_att, q8_ff;  ///< Q8_K copies of xn / att / gate
   bool q8_embd_used = false, q8_att_used = false, q8_ff_used = false, q8_head_used = false;
   Profile prof;
@@ -244,7 +246,8 @@ struct CpuForward::Impl {
     proj.resize(L * c.n_embd);
     gate.resize(L * c.n_ff);
     up.resize(L * c.n_ff);
-    att_scratch_stride = max_tokens;
+    rk = &row_kernels(isa);
+    att_scratch_stride = attention_scratch_floats(c.head_dim, max_tokens);
     att_scratch.resize(static_cast<size_t>(n_threads) * att_scratch_stride);
     // A Q4_K / Q6_K matrix's n_in is a multiple of 256 by its block geometry, so these divide.
     if (q8_embd_used || q8_head_used) q8_embd.resize(L * (c.n_embd / quant::kQK_K));
@@ -285,7 +288,7 @@ struct CpuForward::Impl {
       const int64_t nb = n_in / quant::kQK_K;
       quant::block_q8_K* dst = q8.data();
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t t = 0; t < n; ++t) quant::quantize_row_q8_K(f32 + t * n_in, dst + t * nb, n_in);
+      for (int64_t t = 0; t < n; ++t) rk->quantize_q8_K(f32 + t * n_in, dst + t * nb, n_in);
       a.q8k = dst;
     }
     return a;
@@ -440,11 +443,27 @@ struct CpuForward::Impl {
       }
       {
         const PS ps(prof, Phase::kAttention);
-        for (int64_t s = 0; s < n_seq; ++s) {
+        // One work item per (sequence, query head): all its query rows against every key.
+        const int64_t group = c.n_head / c.n_head_kv;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+        for (int64_t item = 0; item < n_seq * c.n_head; ++item) {
+          const int64_t s = item / c.n_head, h = item % c.n_head, kvh = h / group;
           const float* ks = cached_step ? cache->k.data() + il * layer_kv : &k[s * m * n_kv];
           const float* vs = cached_step ? cache->v.data() + il * layer_kv : &v[s * m * n_kv];
-          attention_queries(&q[s * m * n_q], m, ks, vs, n, c.n_head, c.n_head_kv, hd, scale,
-                            &att[s * m * n_q], att_scratch.data(), max_tokens, n_threads);
+          AttentionHead a;
+          a.q = &q[s * m * n_q + h * hd];
+          a.q_stride = n_q;
+          a.n_q = m;
+          a.k = ks + kvh * hd;
+          a.v = vs + kvh * hd;
+          a.kv_stride = n_kv;
+          a.n_kv = n;
+          a.head_dim = hd;
+          a.scale = scale;
+          a.out = &att[s * m * n_q + h * hd];
+          a.out_stride = n_q;
+          a.scratch = att_scratch.data() + static_cast<size_t>(omp_get_thread_num()) * att_scratch_stride;
+          rk->attention_head(a);
         }
       }
       const Activations a_att = activations(att.data(), n_act, n_q, q8_att, lm.o->wants_q8k());
@@ -474,7 +493,7 @@ struct CpuForward::Impl {
         const PS ps(prof, Phase::kSiluMul);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
         for (int64_t r = 0; r < n_act; ++r)
-          silu_mul(&gate[r * c.n_ff], &up[r * c.n_ff], &gate[r * c.n_ff], c.n_ff);
+          rk->silu_mul(&gate[r * c.n_ff], &up[r * c.n_ff], &gate[r * c.n_ff], c.n_ff);
       }
       const Activations f_act = activations(gate.data(), n_act, c.n_ff, q8_ff, lm.down->wants_q8k());
       {

@@ -1,0 +1,42 @@
+// The portable row kernels (cpu/ops.h, quant/quant.h) and the choice of a set per Isa.
+#include "cpu/row_kernels.h"
+
+#include "cpu/ops.h"
+#include "quant/quant.h"
+
+namespace dllm::cpu {
+
+namespace {
+
+void attention_head_scalar(const AttentionHead& a) {
+  for (int64_t t = 0; t < a.n_q; ++t) {
+    attention_row(a.q + t * a.q_stride, a.k, a.kv_stride, a.v, a.kv_stride, a.n_kv, a.head_dim, a.scale,
+                  a.scratch, a.out + t * a.out_stride);
+  }
+}
+
+const RowKernels kScalarKernels = {quant::quantize_row_q8_K, silu_mul, attention_head_scalar};
+
+}  // namespace
+
+size_t attention_scratch_floats(int64_t head_dim, int64_t max_kv) {
+  // SIMD paths: K of the head transposed (head_dim x padded keys) plus 4 score rows, padded keys a
+  // multiple of 16, plus 16 floats to align the start to 64 bytes. Covers the scalar path's max_kv.
+  const auto padded = static_cast<size_t>((max_kv + 15) / 16 * 16);
+  return (static_cast<size_t>(head_dim) + 4) * padded + 16;
+}
+
+const RowKernels& row_kernels(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512Vnni:
+      return simd::row_kernels_avx512();
+    case Isa::kAvx2:
+    case Isa::kAvxVnni:
+      return simd::row_kernels_avx2();
+    case Isa::kScalar:
+      break;
+  }
+  return kScalarKernels;
+}
+
+}  // namespace dllm::cpu

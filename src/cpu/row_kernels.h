@@ -1,0 +1,61 @@
+// The non-matmul kernels of the forward pass that cost time at canvas lengths in the hundreds
+// (measured on LLaDA-8B at 141 tokens, 2 threads, before they existed: attention 12% of the CPU time
+// of a forward pass, Q8_K activation quantization 6%, SiLU 3%), one set per instruction-set path.
+// kScalar is the portable reference (cpu/ops.h, quant/quant.h); the SIMD sets are chosen with the
+// same Isa as the GEMM kernels, so the tests that force each path check these too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/matmul.h"
+#include "quant/blocks.h"
+
+namespace dllm::cpu {
+
+/// One attention head over every query row of a canvas (or window), no mask:
+/// out_t = softmax(scale * q_t . k_j over j < n_kv) weighted sum of v_j, for t < n_q.
+/// q_t = q + t * q_stride, out_t = out + t * out_stride, k_j = k + j * kv_stride, v_j = v + j * kv_stride,
+/// each head_dim floats. scratch: attention_scratch_floats(head_dim, n_kv) floats, one region per
+/// calling thread. Each output row depends only on its own q row and on k/v (never on n_q or on the
+/// other rows), so a window's rows equal the same rows of a full pass bit for bit.
+struct AttentionHead {
+  const float* q = nullptr;
+  int64_t q_stride = 0;
+  int64_t n_q = 0;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t kv_stride = 0;
+  int64_t n_kv = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+  float* scratch = nullptr;
+};
+
+/// Floats of scratch one attention_head call needs for up to max_kv keys (any path).
+size_t attention_scratch_floats(int64_t head_dim, int64_t max_kv);
+
+/// The kernels of one path. Semantics (the SIMD paths differ from kScalar only by f32 rounding):
+/// - quantize_q8_K: exactly quant::quantize_row_q8_K (bit-identical on every path).
+/// - silu_mul: out[i] = silu(gate[i]) * up[i] (cpu/ops.h); SIMD paths use a polynomial exp
+///   (relative error a few 2^-24).
+/// - attention_head: as AttentionHead says; the scores' softmax sum is accumulated in double on
+///   every path (as ggml does), the dot products and the weighted sum of V in f32.
+struct RowKernels {
+  void (*quantize_q8_K)(const float* x, quant::block_q8_K* y, int64_t n);
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
+  void (*attention_head)(const AttentionHead& a);
+};
+
+/// The kernels for `isa` (kAvxVnni uses the AVX2 set: these loops need no VNNI).
+const RowKernels& row_kernels(Isa isa);
+
+namespace simd {
+// Per-ISA sets (row_kernels_avx2.cpp, row_kernels_avx512.cpp).
+const RowKernels& row_kernels_avx2();
+const RowKernels& row_kernels_avx512();
+}  // namespace simd
+
+}  // namespace dllm::cpu

@@ -1,0 +1,219 @@
+// The SIMD row kernels of cpu/row_kernels.h written once over a vector type V, instantiated by
+// row_kernels_avx2.cpp (V = 8 f32 lanes, ymm) and row_kernels_avx512.cpp (16 lanes, zmm), each
+// compiled with its ISA's flags. Included ONLY by those files; everything is in an anonymous
+// namespace so the two instantiations never meet at link time.
+//
+// V provides: F (the vector), W (lanes), zero, set1, load/store (unaligned), add, sub, mul, div, fmadd
+// (a * b + c, one rounding), max, min, abs, hmax (largest lane), round_even (to nearest, ties to even),
+// exp2n (p * 2^n for integral n in [-126, 127]), keep_ge (lanes of r where x >= lim, else 0),
+// eq_mask (bit i set where a[i] == b[i]), quant16 (16 values times iscale, rounded, clamped to 127,
+// stored as int8, their sum returned), and DAcc / dzero / dadd / dsum (a sum of f32 lanes in double).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu/ops.h"
+#include "cpu/row_kernels.h"
+#include "quant/blocks.h"
+
+namespace dllm::cpu::simd {
+namespace {
+
+/// e^x per lane: x = n ln2 + r with n = round(x / ln2), |r| <= ln2 / 2, e^r by its Taylor series to
+/// r^7 (truncation < 2^-27 relative), times 2^n. ln2 is split in two (Cody-Waite) so n ln2 is exact
+/// enough. Inputs above 88 are clamped to 88 (e^88 = 1.65e38, still finite: silu's exp(-g) for
+/// g < -88 then gives silu = -0 direction, as the exact value does); inputs below ln(FLT_MIN) give 0
+/// (softmax's padded lanes are -inf).
+template <class V>
+inline typename V::F vexp(typename V::F x) {
+  using F = typename V::F;
+  constexpr float kHi = 88.0f, kLo = -87.3365478515625f;
+  const F xc = V::min(V::max(x, V::set1(kLo)), V::set1(kHi));
+  const F n = V::round_even(V::mul(xc, V::set1(1.44269504088896341f)));
+  F r = V::fmadd(n, V::set1(-0.693145751953125f), xc);  // ln2 high part: 16 significant bits
+  r = V::fmadd(n, V::set1(-1.428606765330187e-06f), r);
+  F p = V::set1(1.0f / 5040.0f);
+  p = V::fmadd(p, r, V::set1(1.0f / 720.0f));
+  p = V::fmadd(p, r, V::set1(1.0f / 120.0f));
+  p = V::fmadd(p, r, V::set1(1.0f / 24.0f));
+  p = V::fmadd(p, r, V::set1(1.0f / 6.0f));
+  p = V::fmadd(p, r, V::set1(0.5f));
+  p = V::fmadd(p, r, V::set1(1.0f));
+  p = V::fmadd(p, r, V::set1(1.0f));
+  return V::keep_ge(V::exp2n(p, n), x, kLo);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Q8_K quantization, bit-identical to quant::quantize_row_q8_K: the same amax, the same signed max
+// (the first value of largest magnitude), the same iscale, one f32 multiply and a round to nearest
+// even per value, the same clamp and d.
+
+template <class V>
+void quantize_q8_K(const float* x, quant::block_q8_K* y, int64_t n) {
+  using F = typename V::F;
+  const int64_t nb = n / quant::kQK_K;
+  for (int64_t i = 0; i < nb; ++i, x += quant::kQK_K) {
+    F am = V::zero();
+    for (int j = 0; j < quant::kQK_K; j += V::W) am = V::max(V::abs(V::load(x + j)), am);
+    const float amax = V::hmax(am);
+    if (!(amax > 0.0f)) {
+      y[i].d = 0.0f;
+      std::memset(y[i].qs, 0, sizeof(y[i].qs));
+      std::memset(y[i].bsums, 0, sizeof(y[i].bsums));
+      continue;
+    }
+    int first = 0;
+    const F amv = V::set1(amax);
+    for (int j = 0; j < quant::kQK_K; j += V::W) {
+      const unsigned m = V::eq_mask(V::abs(V::load(x + j)), amv);
+      if (m != 0) {
+        first = j + __builtin_ctz(m);
+        break;
+      }
+    }
+    const float iscale = -127.0f / x[first];
+    const F is = V::set1(iscale);
+    for (int g = 0; g < quant::kQK_K / 16; ++g) y[i].bsums[g] = V::quant16(x + 16 * g, is, y[i].qs + 16 * g);
+    y[i].d = 1.0f / iscale;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// SiLU(gate) * up.
+
+template <class V>
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  using F = typename V::F;
+  const F one = V::set1(1.0f);
+  int64_t i = 0;
+  for (; i + V::W <= n; i += V::W) {
+    const F g = V::load(gate + i);
+    const F e = vexp<V>(V::sub(V::zero(), g));
+    V::store(out + i, V::mul(V::div(g, V::add(one, e)), V::load(up + i)));
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Attention of one head. K is transposed once per call into the scratch (head_dim rows of padded
+// keys, zeros past n_kv), so a score tile is QT queries x C vectors of keys, one broadcast of a query
+// value and one load of K per head dimension feeding QT x C FMAs. The weighted sum of V is QT queries
+// x C vectors of head dimensions, one broadcast of a probability per query and one load of V per key.
+// Every output element is a chain of FMAs in a fixed order (over d for a score, over keys for an
+// output), whatever the tile it falls in.
+
+template <class V, int QT, int C>
+inline void score_tile(const float* const* qr, const float* kt, int64_t nkp, int64_t hd, float scale,
+                       float* sc) {
+  using F = typename V::F;
+  F acc[QT][C];
+  for (int i = 0; i < QT; ++i) {
+    for (int c = 0; c < C; ++c) acc[i][c] = V::zero();
+  }
+  for (int64_t d = 0; d < hd; ++d) {
+    F kv[C];
+    for (int c = 0; c < C; ++c) kv[c] = V::load(kt + d * nkp + c * V::W);
+    for (int i = 0; i < QT; ++i) {
+      const F qb = V::set1(qr[i][d]);
+      for (int c = 0; c < C; ++c) acc[i][c] = V::fmadd(qb, kv[c], acc[i][c]);
+    }
+  }
+  const F s = V::set1(scale);
+  for (int i = 0; i < QT; ++i) {
+    for (int c = 0; c < C; ++c) V::store(sc + i * nkp + c * V::W, V::mul(acc[i][c], s));
+  }
+}
+
+template <class V, int QT, int C>
+inline void pv_tile(const float* p, int64_t nkp, const float* v, int64_t kv_stride, int64_t nk,
+                    float* const* out) {
+  using F = typename V::F;
+  F acc[QT][C];
+  for (int i = 0; i < QT; ++i) {
+    for (int c = 0; c < C; ++c) acc[i][c] = V::zero();
+  }
+  for (int64_t j = 0; j < nk; ++j) {
+    F vv[C];
+    for (int c = 0; c < C; ++c) vv[c] = V::load(v + j * kv_stride + c * V::W);
+    for (int i = 0; i < QT; ++i) {
+      const F pb = V::set1(p[i * nkp + j]);
+      for (int c = 0; c < C; ++c) acc[i][c] = V::fmadd(pb, vv[c], acc[i][c]);
+    }
+  }
+  for (int i = 0; i < QT; ++i) {
+    for (int c = 0; c < C; ++c) V::store(out[i] + c * V::W, acc[i][c]);
+  }
+}
+
+/// Softmax of one score row in place: s[j] = e^(s[j] - max) / sum, the sum in double; lanes
+/// [nk, nkp) must hold -inf and come out 0.
+template <class V>
+inline void softmax_row(float* s, int64_t nkp) {
+  using F = typename V::F;
+  F mx = V::load(s);
+  for (int64_t j = V::W; j < nkp; j += V::W) mx = V::max(V::load(s + j), mx);
+  const F m = V::set1(V::hmax(mx));
+  typename V::DAcc sum = V::dzero();
+  for (int64_t j = 0; j < nkp; j += V::W) {
+    const F e = vexp<V>(V::sub(V::load(s + j), m));
+    V::store(s + j, e);
+    V::dadd(sum, e);
+  }
+  const F inv = V::set1(static_cast<float>(1.0 / V::dsum(sum)));
+  for (int64_t j = 0; j < nkp; j += V::W) V::store(s + j, V::mul(V::load(s + j), inv));
+}
+
+template <class V, int QT>
+void attention_head(const AttentionHead& a) {
+  const int64_t hd = a.head_dim, nk = a.n_kv;
+  if (hd % V::W != 0 || nk <= 0) {
+    // Not a whole number of vectors per head: the portable row.
+    for (int64_t t = 0; t < a.n_q; ++t) {
+      attention_row(a.q + t * a.q_stride, a.k, a.kv_stride, a.v, a.kv_stride, nk, hd, a.scale, a.scratch,
+                    a.out + t * a.out_stride);
+    }
+    return;
+  }
+  constexpr int C = 4;  // vectors per tile
+  const int64_t nkp = (nk + 15) / 16 * 16;
+  float* kt = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(a.scratch) + 63) & ~uintptr_t(63));
+  float* sc = kt + hd * nkp;
+  for (int64_t j = 0; j < nk; ++j) {
+    const float* kj = a.k + j * a.kv_stride;
+    for (int64_t d = 0; d < hd; ++d) kt[d * nkp + j] = kj[d];
+  }
+  for (int64_t d = 0; d < hd; ++d) {
+    for (int64_t j = nk; j < nkp; ++j) kt[d * nkp + j] = 0.0f;
+  }
+  for (int64_t t0 = 0; t0 < a.n_q; t0 += QT) {
+    // A last tile of fewer queries repeats the last query; its extra rows are not stored.
+    const int nq = static_cast<int>(std::min<int64_t>(QT, a.n_q - t0));
+    const float* qr[QT];
+    float* orow[QT];
+    float dummy_out[QT][C * V::W];
+    for (int i = 0; i < QT; ++i) qr[i] = a.q + (t0 + std::min(i, nq - 1)) * a.q_stride;
+    int64_t j = 0;
+    for (; j + C * V::W <= nkp; j += C * V::W) score_tile<V, QT, C>(qr, kt + j, nkp, hd, a.scale, sc + j);
+    for (; j < nkp; j += V::W) score_tile<V, QT, 1>(qr, kt + j, nkp, hd, a.scale, sc + j);
+    for (int i = 0; i < QT; ++i) {
+      float* s = sc + i * nkp;
+      for (int64_t jj = nk; jj < nkp; ++jj) s[jj] = -INFINITY;
+      softmax_row<V>(s, nkp);
+    }
+    int64_t d0 = 0;
+    for (; d0 + C * V::W <= hd; d0 += C * V::W) {
+      for (int i = 0; i < QT; ++i) orow[i] = i < nq ? a.out + (t0 + i) * a.out_stride + d0 : dummy_out[i];
+      pv_tile<V, QT, C>(sc, nkp, a.v + d0, a.kv_stride, nk, orow);
+    }
+    for (; d0 < hd; d0 += V::W) {
+      for (int i = 0; i < QT; ++i) orow[i] = i < nq ? a.out + (t0 + i) * a.out_stride + d0 : dummy_out[i];
+      pv_tile<V, QT, 1>(sc, nkp, a.v + d0, a.kv_stride, nk, orow);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dllm::cpu::simd

@@ -1,0 +1,241 @@
+// The row kernels of every path (cpu/row_kernels.h) against independent references: Q8_K
+// quantization byte for byte against quant::quantize_row_q8_K (ggml's quantize_row_q8_K_ref
+// arithmetic), SiLU * up against the f64 formula, one attention head against an f64 softmax(q k^T) v
+// written here. Paths this CPU cannot run are skipped with the reason.
+#include "cpu/row_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/dispatch.h"
+#include "cpu/ops.h"
+#include "quant/quant.h"
+
+namespace dllm::cpu {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+class RowKernelsIsa : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU cannot run " << isa_name(GetParam());
+  }
+  const RowKernels& k() const { return row_kernels(GetParam()); }
+};
+
+// --- Q8_K -------------------------------------------------------------------------------------------
+
+void expect_same_q8_K(const std::vector<float>& x, const RowKernels& k, const std::string& what) {
+  const int64_t nb = static_cast<int64_t>(x.size()) / quant::kQK_K;
+  std::vector<quant::block_q8_K> want(nb), got(nb);
+  quant::quantize_row_q8_K(x.data(), want.data(), static_cast<int64_t>(x.size()));
+  k.quantize_q8_K(x.data(), got.data(), static_cast<int64_t>(x.size()));
+  for (int64_t b = 0; b < nb; ++b) {
+    EXPECT_EQ(std::memcmp(&want[b].d, &got[b].d, sizeof(float)), 0)
+        << what << " block " << b << ": d " << want[b].d << " vs " << got[b].d;
+    for (int i = 0; i < quant::kQK_K; ++i) {
+      ASSERT_EQ(want[b].qs[i], got[b].qs[i])
+          << what << " block " << b << " value " << i << " x=" << x[b * 256 + i];
+    }
+    for (int g = 0; g < quant::kQK_K / 16; ++g)
+      ASSERT_EQ(want[b].bsums[g], got[b].bsums[g]) << what << " block " << b << " bsum " << g;
+  }
+}
+
+TEST_P(RowKernelsIsa, QuantizeQ8KMatchesReferenceBitForBit) {
+  // Random rows of several scales, one all-zero block, blocks whose largest magnitude is negative or
+  // positive and repeated with both signs (the first one sets the sign), and exact rounding ties.
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    auto x = random_vector(4096, seed, seed % 2 ? 0.02f : 30.0f);
+    if (seed % 3 == 0) x[seed * 7] += 3e3f;  // an outlier
+    expect_same_q8_K(x, k(), "random seed " + std::to_string(seed));
+  }
+  std::vector<float> x(6 * 256, 0.0f);
+  for (int i = 0; i < 256; ++i) {
+    x[256 + i] = static_cast<float>(i % 17) - 8.0f;  // max |x| 8, first at i = 0 with sign -
+    x[512 + i] = 8.0f - static_cast<float>(i % 17);  // first of largest magnitude is +8
+    x[768 + i] = (i % 2 ? 0.5f : -0.5f) * static_cast<float>(i % 5);
+    x[1024 + i] = static_cast<float>(i) - 127.0f;  // iscale 1: ties nowhere, every value exact
+    x[1280 + i] = (static_cast<float>(i) - 128.0f) * 0.5f;
+  }
+  x[1024 + 255] = -127.0f;  // largest magnitude -127, at i = 0 and i = 255: iscale 1
+  x[1280] = 127.0f;         // iscale -1: every other value of that block is a rounding tie (k + 0.5)
+  expect_same_q8_K(x, k(), "constructed blocks");
+}
+
+// --- SiLU * up ------------------------------------------------------------------------------------
+
+TEST_P(RowKernelsIsa, SiluMulMatchesF64) {
+  const int64_t n = 12288 + 5;  // a tail past the last full vector
+  auto g = random_vector(n, 3, 4.0f);
+  const auto u = random_vector(n, 4, 2.0f);
+  // The extremes: exp clamps above 88 and flushes below ln(FLT_MIN).
+  const float edges[] = {-120.0f, -89.0f, -88.0f, -87.0f, -30.0f, -1e-6f,
+                         0.0f,    1e-6f,  30.0f,  87.0f,  88.5f,  100.0f};
+  for (size_t i = 0; i < std::size(edges); ++i) g[100 + i] = edges[i];
+  std::vector<float> out(n);
+  k().silu_mul(g.data(), u.data(), out.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * u[i];
+    // A few f32 roundings (exp, add, divide, multiply): 8 units of 2^-24 relative.
+    // Below 1e-30 (g < -69) only the magnitude matters: the scalar path itself flushes g = -89 to -0.
+    EXPECT_NEAR(out[i], ref, 8 * 0x1p-24 * std::abs(ref) + 1e-30) << "g=" << g[i] << " u=" << u[i];
+  }
+}
+
+// --- attention ------------------------------------------------------------------------------------
+
+struct HeadCase {
+  int64_t n_q, n_kv, hd, kv_stride;
+  float qk_scale;
+};
+
+/// softmax(scale q_t . k_j) v in f64, sum_j p_j |v_j[d]| per output, and the largest
+/// scale * sum_d |q_d k_jd| (what bounds the rounding error of a score).
+void attention_f64(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                   const HeadCase& c, float scale, int64_t t, std::vector<double>& out,
+                   std::vector<double>& mag, double& score_abs) {
+  std::vector<double> s(c.n_kv);
+  double mx = -INFINITY;
+  score_abs = 0;
+  for (int64_t j = 0; j < c.n_kv; ++j) {
+    double dot = 0, dot_abs = 0;
+    for (int64_t d = 0; d < c.hd; ++d) {
+      dot += double(q[t * c.hd + d]) * k[j * c.kv_stride + d];
+      dot_abs += std::abs(double(q[t * c.hd + d]) * k[j * c.kv_stride + d]);
+    }
+    s[j] = dot * scale;
+    score_abs = std::max(score_abs, dot_abs * scale);
+    mx = std::max(mx, s[j]);
+  }
+  double sum = 0;
+  for (double& x : s) sum += (x = std::exp(x - mx));
+  out.assign(c.hd, 0.0);
+  mag.assign(c.hd, 0.0);
+  for (int64_t j = 0; j < c.n_kv; ++j) {
+    for (int64_t d = 0; d < c.hd; ++d) {
+      out[d] += s[j] / sum * v[j * c.kv_stride + d];
+      mag[d] += s[j] / sum * std::abs(v[j * c.kv_stride + d]);
+    }
+  }
+}
+
+/// Max over outputs of |ours - f64| / bound: at most 1 passes. The bound is the worst case of f32
+/// arithmetic in any summation order (u = 2^-24): a score summed over hd products is off by at most
+/// (hd + 2) u scale sum_d |q_d k_jd| (absolute), which moves every softmax weight by a relative
+/// factor of at most twice that; exp, the normalization and the weighted sum of n_kv values add
+/// (n_kv + 10) u relative. Both act on sum_j p_j |v_j[d]|.
+double worst_ratio(const RowKernels& kern, const HeadCase& c, uint32_t seed,
+                   std::vector<float>* out_keep = nullptr) {
+  const auto q = random_vector(c.n_q * c.hd, seed, c.qk_scale);
+  const auto k = random_vector(c.n_kv * c.kv_stride, seed + 1, c.qk_scale);
+  const auto v = random_vector(c.n_kv * c.kv_stride, seed + 2);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+  std::vector<float> out(c.n_q * c.hd, NAN), scratch(attention_scratch_floats(c.hd, c.n_kv));
+  AttentionHead a;
+  a.q = q.data();
+  a.q_stride = c.hd;
+  a.n_q = c.n_q;
+  a.k = k.data();
+  a.v = v.data();
+  a.kv_stride = c.kv_stride;
+  a.n_kv = c.n_kv;
+  a.head_dim = c.hd;
+  a.scale = scale;
+  a.out = out.data();
+  a.out_stride = c.hd;
+  a.scratch = scratch.data();
+  kern.attention_head(a);
+  double worst = 0;
+  std::vector<double> ref, mag;
+  const double u = 0x1p-24;
+  for (int64_t t = 0; t < c.n_q; ++t) {
+    double score_abs = 0;
+    attention_f64(q, k, v, c, scale, t, ref, mag, score_abs);
+    const double rel = 2 * (c.hd + 2) * u * score_abs + (c.n_kv + 10) * u;
+    for (int64_t d = 0; d < c.hd; ++d) {
+      const double r = std::abs(out[t * c.hd + d] - ref[d]) / (rel * mag[d] + 1e-30);
+      worst = std::max(worst, std::isnan(r) ? INFINITY : r);
+    }
+  }
+  if (out_keep) *out_keep = out;
+  return worst;
+}
+
+const HeadCase kCases[] = {
+    {1, 1, 128, 128, 1.0f},    {3, 7, 64, 256, 1.0f},  {5, 17, 128, 4096, 1.0f}, {141, 141, 128, 4096, 1.0f},
+    {20, 141, 128, 512, 3.0f}, {9, 300, 64, 64, 2.0f}, {4, 33, 40, 40, 1.0f},  // 40: not whole vectors
+};
+
+TEST_P(RowKernelsIsa, AttentionHeadMatchesF64) {
+  uint32_t seed = 10;
+  for (const HeadCase& c : kCases) {
+    const double w = worst_ratio(k(), c, seed += 3);
+    EXPECT_LE(w, 1.0) << "n_q " << c.n_q << " n_kv " << c.n_kv << " hd " << c.hd;
+    std::printf("  %s n_q %lld n_kv %lld hd %lld: worst error %.3f of the bound\n", isa_name(GetParam()),
+                (long long)c.n_q, (long long)c.n_kv, (long long)c.hd, w);
+  }
+}
+
+TEST_P(RowKernelsIsa, AttentionRowsDoNotDependOnTheOtherQueries) {
+  // A window of query rows (any start, any count) gives the same bits as those rows of a full pass:
+  // the cached step of forward_window relies on it.
+  const HeadCase full{141, 141, 128, 4096, 1.0f};
+  std::vector<float> all;
+  worst_ratio(k(), full, 77, &all);
+  const auto q = random_vector(full.n_q * full.hd, 77, 1.0f);
+  const auto kk = random_vector(full.n_kv * full.kv_stride, 78, 1.0f);
+  const auto v = random_vector(full.n_kv * full.kv_stride, 79);
+  for (const auto& [begin, count] : {std::pair<int64_t, int64_t>{0, 1}, {37, 5}, {130, 11}, {2, 64}}) {
+    std::vector<float> out(count * full.hd), scratch(attention_scratch_floats(full.hd, full.n_kv));
+    AttentionHead a;
+    a.q = q.data() + begin * full.hd;
+    a.q_stride = full.hd;
+    a.n_q = count;
+    a.k = kk.data();
+    a.v = v.data();
+    a.kv_stride = full.kv_stride;
+    a.n_kv = full.n_kv;
+    a.head_dim = full.hd;
+    a.scale = 1.0f / std::sqrt(128.0f);
+    a.out = out.data();
+    a.out_stride = full.hd;
+    a.scratch = scratch.data();
+    k().attention_head(a);
+    EXPECT_EQ(std::memcmp(out.data(), all.data() + begin * full.hd, out.size() * sizeof(float)), 0)
+        << "rows " << begin << ".." << begin + count;
+  }
+}
+
+TEST(RowKernels, AttentionBoundHasTeeth) {
+  // The bound of AttentionHeadMatchesF64 is not loose: a score scale off by 1e-3 (relative) fails it.
+  // (qk scale 3: scores up to ~30, so the skew moves them by ~0.03, the bound allows ~1e-3.)
+  const RowKernels& scalar = row_kernels(Isa::kScalar);
+  const HeadCase c{9, 141, 128, 128, 3.0f};
+  EXPECT_LE(worst_ratio(scalar, c, 5), 1.0);
+  const RowKernels skewed = {scalar.quantize_q8_K, scalar.silu_mul, [](const AttentionHead& a) {
+                               AttentionHead b = a;
+                               b.scale *= 1.001f;
+                               row_kernels(Isa::kScalar).attention_head(b);
+                             }};
+  EXPECT_GT(worst_ratio(skewed, c, 5), 1.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, RowKernelsIsa,
+                         ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni),
+                         [](const ::testing::TestParamInfo<Isa>& info) { return isa_name(info.param); });
+
+}  // namespace
+}  // namespace dllm::cpu
