@@ -1,10 +1,13 @@
 // Entry point of the `dllm` binary: parses the command line (CLI11), runs one command, and turns every
 // error into one "ERROR: <message>" line on stderr with the exit code of base/error.h
-// (1 failure, 2 usage). stdout carries only a command's result (text, ids, JSON, help).
+// (1 failure, 2 usage). stdout carries only a command's result (text, ids, JSON, help). Before any of
+// that, main() may re-execute the binary once to make idle OpenMP workers sleep
+// (prefer_passive_openmp_wait).
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -123,15 +126,18 @@ void print_error(const std::string& message) {
 
 }  // namespace
 
-/// Makes idle OpenMP workers sleep instead of spinning, unless the user chose: when neither
-/// OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, sets OMP_WAIT_POLICY=passive and re-executes this
-/// binary (/proc/self/exe) with the same argv. libgomp reads those variables once, in its constructor
-/// before main(), so setting them here alone would be too late. The variable itself guards against a
-/// loop (the new process sees it set). Why: with libgomp's default (spin about 300,000 rounds before
-/// sleeping), workers that spin between the forward pass's parallel regions steal the cores other
+/// Makes idle OpenMP workers sleep instead of spinning, unless the user chose: for `run` and
+/// `logits`, when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, sets OMP_WAIT_POLICY=passive and
+/// re-executes this binary (/proc/self/exe) with the same argv. libgomp reads those variables once, in its
+/// constructor before main(), so setting them here alone would be too late. The variable itself guards
+/// against a loop (the new process sees it set). Why: with libgomp's default (spin about 300,000 rounds
+/// before sleeping), workers that spin between the forward pass's parallel regions steal the cores other
 /// threads need when the machine is busy (tiny model: 277-594 ms/step instead of 16-24 ms at
 /// --threads 1); see docs/architecture.md "Threads" for the measurements. Returns when exec fails.
-void prefer_passive_openmp_wait(char** argv) {
+void prefer_passive_openmp_wait(int argc, char** argv) {
+  // Only the commands that run a forward pass use OpenMP; the others need not pay for a second
+  // process start (tens of ms on a busy machine).
+  if (argc < 2 || (std::strcmp(argv[1], "run") != 0 && std::strcmp(argv[1], "logits") != 0)) return;
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
   if (::setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
   ::execv("/proc/self/exe", argv);
@@ -142,7 +148,7 @@ void prefer_passive_openmp_wait(char** argv) {
 }  // namespace dllm::cli
 
 int main(int argc, char** argv) {
-  dllm::cli::prefer_passive_openmp_wait(argv);
+  dllm::cli::prefer_passive_openmp_wait(argc, argv);
   try {
     return dllm::cli::run_cli(argc, argv);
   } catch (const dllm::Error& e) {
