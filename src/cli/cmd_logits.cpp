@@ -81,6 +81,9 @@ int run_logits(const LogitsOptions& o) {
     }
   }
 
+  const std::string threads_note = threads_warning(o.compute.threads);
+  if (!threads_note.empty()) std::fprintf(stderr, "warning: %s\n", threads_note.c_str());
+
   const std::string path = resolve_model(o.model.model, offline_requested(o.model));
   Stopwatch load_watch;
   LoadedModel m = load_model(path);

@@ -244,6 +244,12 @@ TEST(Run, ThreadsAboveTheCpusWarnOnce) {
       std::string::npos)
       << warnings[0];
   EXPECT_EQ(parse_one_json_line(r).at("threads").get<int>(), cpus + 1);
+  // logits too (one forward pass, one warning line).
+  TempDir dir;
+  const RunResult l = run_dllm({"logits", "--model", llada_path(), "--tokens", "1 2", "--out",
+                                (dir / "l.f32").string(), "--threads", t});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_EQ(lines_starting(l.err, "warning: --threads").size(), 1u) << l.err;
   // At the CPU count: no warning.
   const RunResult ok = run_dllm(run_args(llada_path(), "Hi", {"-n", "8", "--threads", std::to_string(cpus)}));
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
