@@ -35,6 +35,7 @@
 #include "base/error.h"
 #include "cpu/dispatch.h"
 #include "cpu/ops.h"
+#include "cpu/qgemm.h"
 #include "cpu/row_kernels.h"
 #include "model/model.h"
 #include "quant/quant.h"
@@ -101,8 +102,8 @@ enum class Phase {
   kCount
 };
 constexpr const char* kPhaseNames[] = {
-    "embedding", "rmsnorm",      "q8_K quantize", "gemm q/k/v", "bias+rope", "kv cache",    "attention",
-    "gemm o",    "residual add", "gemm gate/up",  "silu*up",    "gemm down", "gemm lm head"};
+    "embedding", "add+norm+q8",  "q8_K quantize", "gemm q/k/v", "bias+rope", "kv cache",    "attention",
+    "gemm o",    "residual add", "gemm gate/up",  "silu*up+q8", "gemm down", "gemm lm head"};
 static_assert(std::size(kPhaseNames) == static_cast<size_t>(Phase::kCount));
 
 struct Profile {
@@ -188,6 +189,7 @@ struct CpuForward::Impl {
   size_t att_scratch_stride = 0;
   const RowKernels* rk = nullptr;  ///< quantization, SiLU and attention kernels of `isa`
   std::vector<quant::block_q8_K> q8_embd, q8_att, q8_ff;  ///< Q8_K copies of xn / att / gate
+  std::vector<int16_t> bs_embd, bs_att, bs_ff;            ///< their sums of 32 (qgemm::make_bs32)
   bool q8_embd_used = false, q8_att_used = false, q8_ff_used = false, q8_head_used = false;
   Profile prof;
 
@@ -253,6 +255,9 @@ struct CpuForward::Impl {
     if (q8_embd_used || q8_head_used) q8_embd.resize(L * (c.n_embd / quant::kQK_K));
     if (q8_att_used) q8_att.resize(L * (n_q / quant::kQK_K));
     if (q8_ff_used) q8_ff.resize(L * (c.n_ff / quant::kQK_K));
+    bs_embd.resize(q8_embd.size() * 8);
+    bs_att.resize(q8_att.size() * 8);
+    bs_ff.resize(q8_ff.size() * 8);
   }
 
   /// Runs every job's full output range, all jobs' work items in one parallel loop.
@@ -278,7 +283,7 @@ struct CpuForward::Impl {
 
   /// Activations view of n rows of `f32` (n_in wide), quantized to Q8_K into `q8` when `use_q8`.
   Activations activations(const float* f32, int64_t n, int64_t n_in, std::vector<quant::block_q8_K>& q8,
-                          bool use_q8) {
+                          std::vector<int16_t>& bs, bool use_q8) {
     Activations a;
     a.f32 = f32;
     a.n_tokens = n;
@@ -288,9 +293,37 @@ struct CpuForward::Impl {
       const int64_t nb = n_in / quant::kQK_K;
       quant::block_q8_K* dst = q8.data();
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t t = 0; t < n; ++t) rk->quantize_q8_K(f32 + t * n_in, dst + t * nb, n_in);
+      for (int64_t t = 0; t < n; ++t) {
+        rk->quantize_q8_K(f32 + t * n_in, dst + t * nb, n_in);
+        qgemm::make_bs32(dst + t * nb, 1, nb, bs.data() + t * nb * 8);
+      }
       a.q8k = dst;
+      a.bs32 = bs.data();
     }
+    return a;
+  }
+
+  /// One pass over the n activation rows: x += proj first when `add_proj` (the residual of the
+  /// previous block), then xn = RMSNorm(x) * w, then xn's Q8_K rounding when a matrix needs it. The
+  /// Activations view of xn (shared by Q/K/V, or by gate/up).
+  Activations norm_rows(const float* w, int64_t n, bool add_proj) {
+    const Profile::Scope ps(prof, Phase::kNorm);
+    const int64_t d = c.n_embd, nb = d / quant::kQK_K;
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t r = 0; r < n; ++r) {
+      if (add_proj) add_inplace(&x[r * d], &proj[r * d], d);
+      rmsnorm(&x[r * d], w, &xn[r * d], d, c.rms_eps);
+      if (q8_embd_used) {
+        rk->quantize_q8_K(&xn[r * d], q8_embd.data() + r * nb, d);
+        qgemm::make_bs32(q8_embd.data() + r * nb, 1, nb, bs_embd.data() + r * nb * 8);
+      }
+    }
+    Activations a;
+    a.f32 = xn.data();
+    a.n_tokens = n;
+    a.n_in = d;
+    a.q8k = q8_embd_used ? q8_embd.data() : nullptr;
+    a.bs32 = q8_embd_used ? bs_embd.data() : nullptr;
     return a;
   }
 
@@ -402,13 +435,8 @@ struct CpuForward::Impl {
       const LayerMatrices& lm = layers[il];
       const model::LayerWeights& lw = model.layers()[il];
 
-      // Attention block.
-      {
-        const PS ps(prof, Phase::kNorm);
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-        for (int64_t r = 0; r < n_act; ++r) rmsnorm(&x[r * d], lw.attn_norm.data(), &xn[r * d], d, c.rms_eps);
-      }
-      const Activations a_in = activations(xn.data(), n_act, d, q8_embd, q8_embd_used);
+      // Attention block (its input pass also adds the previous layer's FFN output).
+      const Activations a_in = norm_rows(lw.attn_norm.data(), n_act, il > 0);
       {
         const PS ps(prof, Phase::kGemmQkv);
         matmul(std::array<MatmulJob, 3>{MatmulJob{lm.q.get(), &a_in, q.data(), n_q},
@@ -466,45 +494,48 @@ struct CpuForward::Impl {
           rk->attention_head(a);
         }
       }
-      const Activations a_att = activations(att.data(), n_act, n_q, q8_att, lm.o->wants_q8k());
+      const Activations a_att = activations(att.data(), n_act, n_q, q8_att, bs_att, lm.o->wants_q8k());
       {
         const PS ps(prof, Phase::kGemmO);
         matmul(std::array<MatmulJob, 1>{MatmulJob{lm.o.get(), &a_att, proj.data(), d}});
       }
-      {
-        const PS ps(prof, Phase::kResidual);
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-        for (int64_t r = 0; r < n_act; ++r) add_inplace(&x[r * d], &proj[r * d], d);
-      }
 
-      // Feed-forward block.
-      {
-        const PS ps(prof, Phase::kNorm);
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-        for (int64_t r = 0; r < n_act; ++r) rmsnorm(&x[r * d], lw.ffn_norm.data(), &xn[r * d], d, c.rms_eps);
-      }
-      const Activations f_in = activations(xn.data(), n_act, d, q8_embd, q8_embd_used);
+      // Feed-forward block (its input pass adds the attention output).
+      const Activations f_in = norm_rows(lw.ffn_norm.data(), n_act, true);
       {
         const PS ps(prof, Phase::kGemmGateUp);
         matmul(std::array<MatmulJob, 2>{MatmulJob{lm.gate.get(), &f_in, gate.data(), c.n_ff},
                                         MatmulJob{lm.up.get(), &f_in, up.data(), c.n_ff}});
       }
+      Activations f_act;
+      f_act.f32 = gate.data();
+      f_act.n_tokens = n_act;
+      f_act.n_in = c.n_ff;
+      f_act.q8k = lm.down->wants_q8k() ? q8_ff.data() : nullptr;
+      f_act.bs32 = f_act.q8k != nullptr ? bs_ff.data() : nullptr;
       {
+        // SiLU * up and its Q8_K rounding in one pass per row (the row is still in L1/L2).
         const PS ps(prof, Phase::kSiluMul);
+        const int64_t nb = c.n_ff / quant::kQK_K;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-        for (int64_t r = 0; r < n_act; ++r)
+        for (int64_t r = 0; r < n_act; ++r) {
           rk->silu_mul(&gate[r * c.n_ff], &up[r * c.n_ff], &gate[r * c.n_ff], c.n_ff);
+          if (f_act.q8k != nullptr) {
+            rk->quantize_q8_K(&gate[r * c.n_ff], q8_ff.data() + r * nb, c.n_ff);
+            qgemm::make_bs32(q8_ff.data() + r * nb, 1, nb, bs_ff.data() + r * nb * 8);
+          }
+        }
       }
-      const Activations f_act = activations(gate.data(), n_act, c.n_ff, q8_ff, lm.down->wants_q8k());
       {
         const PS ps(prof, Phase::kGemmDown);
         matmul(std::array<MatmulJob, 1>{MatmulJob{lm.down.get(), &f_act, proj.data(), d}});
       }
-      {
-        const PS ps(prof, Phase::kResidual);
+    }
+    {
+      // The last layer's FFN output (earlier layers' were added by the next layer's input pass).
+      const PS ps(prof, Phase::kResidual);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-        for (int64_t r = 0; r < n_act; ++r) add_inplace(&x[r * d], &proj[r * d], d);
-      }
+      for (int64_t r = 0; r < n_act; ++r) add_inplace(&x[r * d], &proj[r * d], d);
     }
 
     // Final norm and LM head, only for the requested rows (of every sequence).
@@ -519,7 +550,7 @@ struct CpuForward::Impl {
         rmsnorm(&x[r * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
       }
     }
-    const Activations h_in = activations(xn.data(), n_head_rows, d, q8_embd, q8_head_used);
+    const Activations h_in = activations(xn.data(), n_head_rows, d, q8_embd, bs_embd, q8_head_used);
     const PS ps(prof, Phase::kLmHead);
     matmul(std::array<MatmulJob, 1>{MatmulJob{output.get(), &h_in, logits, output->n_out()}});
   }

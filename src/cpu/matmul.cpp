@@ -86,9 +86,11 @@ class PackedMatrix final : public Matrix {
     a.ldy = ldy;
     a.o_begin = o_begin;
     a.o_end = o_end;
-    if (q4_) {
-      // Sums of 32 activations for the Q4_K min term, per call: a few adds per 32 inputs, negligible
-      // next to the 16 x 32 multiply-adds each row group spends on them.
+    if (q4_ && x.bs32 != nullptr) {
+      a.bs32 = x.bs32;
+    } else if (q4_) {
+      // Sums of 32 activations for the Q4_K min term, per call (the forward pass makes them once per
+      // input instead): a few adds per 32 inputs.
       thread_local std::vector<int16_t> bs32;
       bs32.resize(size_t(x.n_tokens * a.n_sb * 8));
       qgemm::make_bs32(x.q8k, x.n_tokens, a.n_sb, bs32.data());

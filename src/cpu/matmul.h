@@ -27,6 +27,10 @@ struct Activations {
   const quant::block_q8_K* q8k = nullptr;  ///< n_tokens x (n_in / 256), or nullptr when no matrix needs it
   int64_t n_tokens = 0;
   int64_t n_in = 0;
+  /// Optional: the sums of 32 activations the Q4_K kernels need (n_tokens x n_in/256 x 8 int16, as
+  /// qgemm::make_bs32 lays them out), made once per projection input; nullptr: every multiply()
+  /// call makes its own.
+  const int16_t* bs32 = nullptr;
 };
 
 /// A weight of n_out rows x n_in columns (GGUF ne = [n_in, n_out]).
