@@ -50,6 +50,18 @@ struct Q6KBlock {
 };
 static_assert(sizeof(Q6KBlock) == 3392 && sizeof(Q6KBlock) % 64 == 0);
 
+/// One super-block of a Q6_K group for the AVX-512 path: the 6-bit q in a byte each, so a 64-byte line
+/// is a vpdpbusd operand as loaded (the nibble + 2-bit planes of Q6KBlock cost ~8 unpacking
+/// instructions per line, which left that kernel bound by instruction issue). 4416 bytes (8.625 bits
+/// per weight); weight w = d * sc[j] * (q - 32) as in Q6KBlock.
+struct Q6K8Block {
+  /// q[s][p][h][r][b]: row r, value 32s + 16h + 4p + b (h = 0: sub-block 2s, h = 1: sub-block 2s + 1).
+  alignas(64) uint8_t q[8][4][2][kRows][4];
+  int8_t scales[8][kRows][2];  ///< (sc[2s], sc[2s+1]) of row r, as in Q6KBlock
+  float d[kRows];              ///< super-block scale of row r
+};
+static_assert(sizeof(Q6K8Block) == 4416 && sizeof(Q6K8Block) % 64 == 0);
+
 /// 64-byte aligned owning buffer.
 struct AlignedFree {
   void operator()(void* p) const;
@@ -85,6 +97,9 @@ struct GemmArgs {
   int64_t o_begin = 0, o_end = 0;
 };
 
+/// Same as pack_q6_K into the byte layout of Q6K8Block (src/cpu/qgemm_q6k8_pack.cpp).
+AlignedArray<Q6K8Block> pack_q6_K8(const quant::block_q6_K* src, int64_t n_out, int64_t n_in);
+
 /// bs32[(t * n_sb + b) * 8 + j] = x[t][b].bsums[2j] + x[t][b].bsums[2j + 1] (|value| <= 32 * 128).
 void make_bs32(const quant::block_q8_K* x, int64_t n_tokens, int64_t n_sb, int16_t* bs32);
 
@@ -99,5 +114,7 @@ void gemm_q4_K_avxvnni(const GemmArgs& a);
 void gemm_q6_K_avxvnni(const GemmArgs& a);
 void gemm_q4_K_avx512(const GemmArgs& a);
 void gemm_q6_K_avx512(const GemmArgs& a);
+/// Q6_K over Q6K8Block groups (a.w), the AVX-512 path's Q6_K kernel.
+void gemm_q6_K8_avx512(const GemmArgs& a);
 
 }  // namespace dllm::cpu::qgemm

@@ -1,0 +1,68 @@
+// Repacking of GGUF Q6_K blocks into the byte layout of Q6K8Block (cpu/qgemm.h), used by the AVX-512
+// path. The 6-bit values are decoded from ggml's block_q6_K layout (ggml-common.h; the same reading
+// as quant/q6_k.cpp): in each half of 128 values, value 32g + l takes its low nibble from
+// ql[l + 32 (g & 1)] (low nibble for g < 2, high for g >= 2) and its top 2 bits from bits 2g, 2g+1 of
+// qh[l].
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "cpu/qgemm.h"
+#include "quant/quant.h"
+
+namespace dllm::cpu::qgemm {
+
+namespace {
+
+void q6_K_values_u8(const quant::block_q6_K& b, uint8_t* q) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t* qh = b.qh + 32 * h;
+    uint8_t* out = q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      out[l] = uint8_t((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+      out[l + 32] = uint8_t((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      out[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      out[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
+void pack_row(const quant::block_q6_K& b, int r, Q6K8Block& o) {
+  o.d[r] = quant::fp16_to_fp32(b.d);
+  uint8_t q[quant::kQK_K];
+  q6_K_values_u8(b, q);
+  for (int s = 0; s < 8; ++s) {
+    o.scales[s][r][0] = b.scales[2 * s];
+    o.scales[s][r][1] = b.scales[2 * s + 1];
+    for (int p = 0; p < 4; ++p) {
+      for (int h = 0; h < 2; ++h) {
+        for (int k = 0; k < 4; ++k) o.q[s][p][h][r][k] = q[32 * s + 16 * h + 4 * p + k];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+AlignedArray<Q6K8Block> pack_q6_K8(const quant::block_q6_K* src, int64_t n_out, int64_t n_in) {
+  const int64_t n_sb = n_in / quant::kQK_K;
+  const int64_t n_groups = (n_out + kRows - 1) / kRows;
+  const size_t bytes = size_t(n_groups * n_sb) * sizeof(Q6K8Block);
+  void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, bytes == 0 ? 64 : bytes);  // rows past n_out: d = 0, they contribute nothing
+  AlignedArray<Q6K8Block> dst(static_cast<Q6K8Block*>(p));
+  Q6K8Block* out = dst.get();
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < n_groups; ++g) {
+    for (int64_t sb = 0; sb < n_sb; ++sb) {
+      for (int r = 0; r < kRows && g * kRows + r < n_out; ++r) {
+        pack_row(src[(g * kRows + r) * n_sb + sb], r, out[g * n_sb + sb]);
+      }
+    }
+  }
+  return dst;
+}
+
+}  // namespace dllm::cpu::qgemm
