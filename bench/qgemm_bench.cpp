@@ -37,6 +37,7 @@
 
 #include "cpu/dispatch.h"
 #include "cpu/matmul.h"
+#include "cpu/qgemm.h"
 #include "quant/quant.h"
 
 namespace {
@@ -202,6 +203,8 @@ const dllm::cpu::Matrix& matrix(const Shape& s, Isa isa) {
 struct Acts {
   std::vector<float> f32;
   std::vector<dllm::quant::block_q8_K> q8k;
+  std::vector<int16_t> bs32;  // made once per input, as the forward pass does
+  std::vector<uint8_t> u8;
 };
 
 Acts random_acts(int64_t n_tokens, int64_t n_in) {
@@ -214,6 +217,10 @@ Acts random_acts(int64_t n_tokens, int64_t n_in) {
   for (int64_t t = 0; t < n_tokens; ++t) {
     dllm::quant::quantize_row_q8_K(a.f32.data() + t * n_in, a.q8k.data() + t * (n_in / 256), n_in);
   }
+  a.bs32.resize(a.q8k.size() * 8);
+  dllm::cpu::qgemm::make_bs32(a.q8k.data(), n_tokens, n_in / 256, a.bs32.data());
+  a.u8.resize(a.q8k.size() * 256);
+  dllm::cpu::qgemm::make_u8(a.q8k.data(), n_tokens, n_in / 256, a.u8.data());
   return a;
 }
 
@@ -226,7 +233,7 @@ int64_t chunk_rows(const dllm::cpu::Matrix& m) {
 void BM_gemm(benchmark::State& state, Shape s, Isa isa, int64_t n_tokens, int n_threads) {
   const dllm::cpu::Matrix& m = matrix(s, isa);
   const Acts a = random_acts(n_tokens, s.n_in);
-  const dllm::cpu::Activations x{a.f32.data(), a.q8k.data(), n_tokens, s.n_in};
+  const dllm::cpu::Activations x{a.f32.data(), a.q8k.data(), n_tokens, s.n_in, a.bs32.data(), a.u8.data()};
   std::vector<float> y(size_t(n_tokens * s.n_out));
   const int64_t chunk = chunk_rows(m);
   const int64_t n_items = (s.n_out + chunk - 1) / chunk;

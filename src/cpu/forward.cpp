@@ -190,6 +190,8 @@ struct CpuForward::Impl {
   const RowKernels* rk = nullptr;  ///< quantization, SiLU and attention kernels of `isa`
   std::vector<quant::block_q8_K> q8_embd, q8_att, q8_ff;  ///< Q8_K copies of xn / att / gate
   std::vector<int16_t> bs_embd, bs_att, bs_ff;            ///< their sums of 32 (qgemm::make_bs32)
+  std::vector<uint8_t> u8_embd, u8_att, u8_ff;            ///< their values + 128 (qgemm::make_u8)
+  bool u8_embd_used = false, u8_att_used = false, u8_ff_used = false;
   bool q8_embd_used = false, q8_att_used = false, q8_ff_used = false, q8_head_used = false;
   Profile prof;
 
@@ -228,11 +230,16 @@ struct CpuForward::Impl {
       q8_embd_used |= lm.q->wants_q8k() || lm.k->wants_q8k() || lm.v->wants_q8k() || lm.gate->wants_q8k() ||
                       lm.up->wants_q8k();
       q8_att_used |= lm.o->wants_q8k();
+      u8_embd_used |= lm.q->wants_q8u() || lm.k->wants_q8u() || lm.v->wants_q8u() || lm.gate->wants_q8u() ||
+                      lm.up->wants_q8u();
+      u8_att_used |= lm.o->wants_q8u();
+      u8_ff_used |= lm.down->wants_q8u();
       q8_ff_used |= lm.down->wants_q8k();
       layers.push_back(std::move(lm));
     }
     output = make(&m.output());
     q8_head_used = output->wants_q8k();
+    u8_embd_used |= output->wants_q8u();
 
     rope_table = RopeTable(c.head_dim, max_tokens, c.rope_freq_base);
 
@@ -258,6 +265,9 @@ struct CpuForward::Impl {
     bs_embd.resize(q8_embd.size() * 8);
     bs_att.resize(q8_att.size() * 8);
     bs_ff.resize(q8_ff.size() * 8);
+    if (u8_embd_used) u8_embd.resize(q8_embd.size() * quant::kQK_K);
+    if (u8_att_used) u8_att.resize(q8_att.size() * quant::kQK_K);
+    if (u8_ff_used) u8_ff.resize(q8_ff.size() * quant::kQK_K);
   }
 
   /// Runs every job's full output range, all jobs' work items in one parallel loop.
@@ -283,7 +293,7 @@ struct CpuForward::Impl {
 
   /// Activations view of n rows of `f32` (n_in wide), quantized to Q8_K into `q8` when `use_q8`.
   Activations activations(const float* f32, int64_t n, int64_t n_in, std::vector<quant::block_q8_K>& q8,
-                          std::vector<int16_t>& bs, bool use_q8) {
+                          std::vector<int16_t>& bs, std::vector<uint8_t>& u8, bool use_q8) {
     Activations a;
     a.f32 = f32;
     a.n_tokens = n;
@@ -296,9 +306,11 @@ struct CpuForward::Impl {
       for (int64_t t = 0; t < n; ++t) {
         rk->quantize_q8_K(f32 + t * n_in, dst + t * nb, n_in);
         qgemm::make_bs32(dst + t * nb, 1, nb, bs.data() + t * nb * 8);
+        if (!u8.empty()) qgemm::make_u8(dst + t * nb, 1, nb, u8.data() + t * n_in);
       }
       a.q8k = dst;
       a.bs32 = bs.data();
+      a.q8u = u8.empty() ? nullptr : u8.data();
     }
     return a;
   }
@@ -316,6 +328,7 @@ struct CpuForward::Impl {
       if (q8_embd_used) {
         rk->quantize_q8_K(&xn[r * d], q8_embd.data() + r * nb, d);
         qgemm::make_bs32(q8_embd.data() + r * nb, 1, nb, bs_embd.data() + r * nb * 8);
+        if (u8_embd_used) qgemm::make_u8(q8_embd.data() + r * nb, 1, nb, u8_embd.data() + r * d);
       }
     }
     Activations a;
@@ -324,6 +337,7 @@ struct CpuForward::Impl {
     a.n_in = d;
     a.q8k = q8_embd_used ? q8_embd.data() : nullptr;
     a.bs32 = q8_embd_used ? bs_embd.data() : nullptr;
+    a.q8u = q8_embd_used && u8_embd_used ? u8_embd.data() : nullptr;
     return a;
   }
 
@@ -494,7 +508,8 @@ struct CpuForward::Impl {
           rk->attention_head(a);
         }
       }
-      const Activations a_att = activations(att.data(), n_act, n_q, q8_att, bs_att, lm.o->wants_q8k());
+      const Activations a_att =
+          activations(att.data(), n_act, n_q, q8_att, bs_att, u8_att, lm.o->wants_q8k());
       {
         const PS ps(prof, Phase::kGemmO);
         matmul(std::array<MatmulJob, 1>{MatmulJob{lm.o.get(), &a_att, proj.data(), d}});
@@ -513,6 +528,7 @@ struct CpuForward::Impl {
       f_act.n_in = c.n_ff;
       f_act.q8k = lm.down->wants_q8k() ? q8_ff.data() : nullptr;
       f_act.bs32 = f_act.q8k != nullptr ? bs_ff.data() : nullptr;
+      f_act.q8u = u8_ff_used ? u8_ff.data() : nullptr;
       {
         // SiLU * up and its Q8_K rounding in one pass per row (the row is still in L1/L2).
         const PS ps(prof, Phase::kSiluMul);
@@ -523,6 +539,7 @@ struct CpuForward::Impl {
           if (f_act.q8k != nullptr) {
             rk->quantize_q8_K(&gate[r * c.n_ff], q8_ff.data() + r * nb, c.n_ff);
             qgemm::make_bs32(q8_ff.data() + r * nb, 1, nb, bs_ff.data() + r * nb * 8);
+            if (u8_ff_used) qgemm::make_u8(q8_ff.data() + r * nb, 1, nb, u8_ff.data() + r * c.n_ff);
           }
         }
       }
@@ -550,7 +567,7 @@ struct CpuForward::Impl {
         rmsnorm(&x[r * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
       }
     }
-    const Activations h_in = activations(xn.data(), n_head_rows, d, q8_embd, bs_embd, q8_head_used);
+    const Activations h_in = activations(xn.data(), n_head_rows, d, q8_embd, bs_embd, u8_embd, q8_head_used);
     const PS ps(prof, Phase::kLmHead);
     matmul(std::array<MatmulJob, 1>{MatmulJob{output.get(), &h_in, logits, output->n_out()}});
   }

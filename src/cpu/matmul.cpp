@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "base/error.h"
@@ -68,6 +69,7 @@ class PackedMatrix final : public Matrix {
       : Matrix(n_out, n_in), blocks_(std::move(blocks)), kernel_(kernel), q4_(q4) {}
 
   bool wants_q8k() const override { return true; }
+  bool wants_q8u() const override { return std::is_same_v<Block, qgemm::Q6K8Block>; }
   // Two 16-row groups: the SIMD kernels' widest tile (one activation broadcast feeds both).
   int64_t row_granularity() const override { return 2 * qgemm::kRows; }
   bool owns_data() const override { return true; }
@@ -95,6 +97,17 @@ class PackedMatrix final : public Matrix {
       bs32.resize(size_t(x.n_tokens * a.n_sb * 8));
       qgemm::make_bs32(x.q8k, x.n_tokens, a.n_sb, bs32.data());
       a.bs32 = bs32.data();
+    }
+    if constexpr (std::is_same_v<Block, qgemm::Q6K8Block>) {
+      if (x.q8u != nullptr) {
+        a.xu8 = x.q8u;
+      } else {
+        // The unsigned activation bytes, per call when the caller did not make them once per input.
+        thread_local std::vector<uint8_t> xu8;
+        xu8.resize(size_t(x.n_tokens * n_in_));
+        qgemm::make_u8(x.q8k, x.n_tokens, a.n_sb, xu8.data());
+        a.xu8 = xu8.data();
+      }
     }
     kernel_(a);
   }

@@ -31,6 +31,9 @@ struct Activations {
   /// qgemm::make_bs32 lays them out), made once per projection input; nullptr: every multiply()
   /// call makes its own.
   const int16_t* bs32 = nullptr;
+  /// Optional: the Q8_K values + 128 as unsigned bytes (n_tokens x n_in; qgemm::make_u8), which the
+  /// AVX-512 Q6_K kernel multiplies; nullptr: every multiply() call of such a matrix makes its own.
+  const uint8_t* q8u = nullptr;
 };
 
 /// A weight of n_out rows x n_in columns (GGUF ne = [n_in, n_out]).
@@ -41,6 +44,8 @@ class Matrix {
   int64_t n_in() const { return n_in_; }
   /// True when multiply() reads Activations::q8k (Q4_K, Q6_K), false when it reads f32.
   virtual bool wants_q8k() const = 0;
+  /// True when multiply() reads Activations::q8u if present (else it makes those bytes per call).
+  virtual bool wants_q8u() const { return false; }
   /// y[t * ldy + o] = sum_k W[o][k] * x[t][k] for every token t < x.n_tokens and o in [o_begin, o_end).
   /// Thread-safe for disjoint output ranges. y is f32, row stride ldy (>= n_out).
   virtual void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y,

@@ -52,15 +52,19 @@ static_assert(sizeof(Q6KBlock) == 3392 && sizeof(Q6KBlock) % 64 == 0);
 
 /// One super-block of a Q6_K group for the AVX-512 path: the 6-bit q in a byte each, so a 64-byte line
 /// is a vpdpbusd operand as loaded (the nibble + 2-bit planes of Q6KBlock cost ~8 unpacking
-/// instructions per line, which left that kernel bound by instruction issue). 4416 bytes (8.625 bits
+/// instructions per line, which left that kernel bound by instruction issue). 4480 bytes (8.75 bits
 /// per weight); weight w = d * sc[j] * (q - 32) as in Q6KBlock.
 struct Q6K8Block {
-  /// q[s][p][h][r][b]: row r, value 32s + 16h + 4p + b (h = 0: sub-block 2s, h = 1: sub-block 2s + 1).
-  alignas(64) uint8_t q[8][4][2][kRows][4];
+  /// q[s][p][h][r][b]: row r, value 32s + 16h + 4p + b (h = 0: sub-block 2s, h = 1: sub-block 2s + 1),
+  /// stored as q - 32 (signed): the kernel multiplies it by the activations + 128 (unsigned).
+  alignas(64) int8_t q[8][4][2][kRows][4];
   int8_t scales[8][kRows][2];  ///< (sc[2s], sc[2s+1]) of row r, as in Q6KBlock
   float d[kRows];              ///< super-block scale of row r
+  /// 128 * sum_j sc[j] * sum_{i in j} (q_i - 32) of row r: what the +128 of the activations adds to
+  /// the integer sum, subtracted once per super-block.
+  int32_t corr[kRows];
 };
-static_assert(sizeof(Q6K8Block) == 4416 && sizeof(Q6K8Block) % 64 == 0);
+static_assert(sizeof(Q6K8Block) == 4480 && sizeof(Q6K8Block) % 64 == 0);
 
 /// 64-byte aligned owning buffer.
 struct AlignedFree {
@@ -92,6 +96,8 @@ struct GemmArgs {
   /// Q4_K only: n_tokens x n_sb x 8 sums of 32 activation values (bsums[2j] + bsums[2j + 1]),
   /// built by make_bs32 so each kernel reads the pair (bs32[2p], bs32[2p+1]) as one int32.
   const int16_t* bs32 = nullptr;
+  /// Q6K8Block only: the activation values + 128 as unsigned bytes, n_tokens x n_sb x 256 (make_u8).
+  const uint8_t* xu8 = nullptr;
   float* y = nullptr;
   int64_t ldy = 0;
   int64_t o_begin = 0, o_end = 0;
@@ -102,6 +108,9 @@ AlignedArray<Q6K8Block> pack_q6_K8(const quant::block_q6_K* src, int64_t n_out, 
 
 /// bs32[(t * n_sb + b) * 8 + j] = x[t][b].bsums[2j] + x[t][b].bsums[2j + 1] (|value| <= 32 * 128).
 void make_bs32(const quant::block_q8_K* x, int64_t n_tokens, int64_t n_sb, int16_t* bs32);
+
+/// xu8[(t * n_sb + b) * 256 + i] = x[t][b].qs[i] + 128 (as unsigned: the sign bit flipped).
+void make_u8(const quant::block_q8_K* x, int64_t n_tokens, int64_t n_sb, uint8_t* xu8);
 
 // The kernels: y = W x for the rows and tokens in `a`. Each computes, per row, token and super-block,
 // the exact int32 sums sum_j sc[j] * sum(q * x) and the zero-point sum (Q4_K: sum_j m[j] * bs32[j];

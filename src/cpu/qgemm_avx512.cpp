@@ -212,8 +212,11 @@ void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
 // vpdpbusd operand as loaded, so a line costs one load instead of ~8 unpacking instructions.
 
 template <int NG, int NT>
-void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* /*bs32*/,
-                float* y, int64_t ldy, const __mmask16* mask) {
+void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
+                int64_t ldy, const __mmask16* mask) {
+  // aux: the activations + 128 as unsigned bytes (GemmArgs::xu8) of these NT tokens. The products
+  // (x + 128)(q - 32) need no zero-point term per token: the +128 part is the per-row constant corr.
+  const auto* xu = static_cast<const uint8_t*>(aux);
   __m512 acc[NT][NG];
   for (int t = 0; t < NT; ++t) {
     for (int g = 0; g < NG; ++g) acc[t][g] = _mm512_setzero_ps();
@@ -226,15 +229,6 @@ void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, co
       for (int g = 0; g < NG; ++g) sacc[t][g] = _mm512_setzero_si512();
     }
     for (int s = 0; s < 8; ++s) {
-      // (sc[2s], sc[2s+1]) as int16 pairs; times -32 they subtract 32 * sc * bsum (the q offset).
-      __m512i pairs[NG];
-      for (int g = 0; g < NG; ++g) {
-        pairs[g] = _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->scales[s])));
-        const __m512i off = _mm512_mullo_epi16(pairs[g], _mm512_set1_epi16(-32));
-        for (int t = 0; t < NT; ++t) {
-          sacc[t][g] = _mm512_dpwssd_epi32(sacc[t][g], off, bcast32(x[t * n_sb + sb].bsums + 2 * s));
-        }
-      }
       __m512i ia[NT][NG], ib[NT][NG];  // sub-blocks 2s and 2s + 1
       for (int t = 0; t < NT; ++t) {
         for (int g = 0; g < NG; ++g) ia[t][g] = ib[t][g] = _mm512_setzero_si512();
@@ -246,17 +240,19 @@ void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, co
           hi[g] = _mm512_load_si512(b[g]->q[s][p][1]);
         }
         for (int t = 0; t < NT; ++t) {
-          const int8_t* xq = x[t * n_sb + sb].qs + 32 * s + 4 * p;
+          const uint8_t* xq = xu + (t * n_sb + sb) * quant::kQK_K + 32 * s + 4 * p;
           const __m512i bl = bcast32(xq), bh = bcast32(xq + 16);
           for (int g = 0; g < NG; ++g) {
-            ia[t][g] = _mm512_dpbusd_epi32(ia[t][g], lo[g], bl);
-            ib[t][g] = _mm512_dpbusd_epi32(ib[t][g], hi[g], bh);
+            ia[t][g] = _mm512_dpbusd_epi32(ia[t][g], bl, lo[g]);
+            ib[t][g] = _mm512_dpbusd_epi32(ib[t][g], bh, hi[g]);
           }
         }
       }
       for (int g = 0; g < NG; ++g) {
-        const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs[g], 16), 16);  // sc[2s]
-        const __m512i sc_hi = _mm512_srai_epi32(pairs[g], 16);                         // sc[2s+1]
+        const __m512i pairs =
+            _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->scales[s])));
+        const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);  // sc[2s]
+        const __m512i sc_hi = _mm512_srai_epi32(pairs, 16);                         // sc[2s+1]
         for (int t = 0; t < NT; ++t) {
           sacc[t][g] = _mm512_add_epi32(sacc[t][g], _mm512_add_epi32(_mm512_mullo_epi32(ia[t][g], sc_lo),
                                                                      _mm512_mullo_epi32(ib[t][g], sc_hi)));
@@ -265,8 +261,9 @@ void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, co
     }
     for (int g = 0; g < NG; ++g) {
       const __m512 d = _mm512_load_ps(b[g]->d);
+      const __m512i corr = _mm512_load_si512(b[g]->corr);
       for (int t = 0; t < NT; ++t) {
-        acc[t][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sacc[t][g])),
+        acc[t][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(sacc[t][g], corr))),
                                     _mm512_set1_ps(x[t * n_sb + sb].d), acc[t][g]);
       }
     }
@@ -283,34 +280,36 @@ template <typename Block>
 struct Tile;
 template <>
 struct Tile<Q4KBlock> {
+  static const void* aux(const GemmArgs& a, int64_t t) { return a.bs32 + t * a.n_sb * 8; }
   template <int NG, int NT>
-  static void run(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs, float* y,
+  static void run(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
                   int64_t ldy, const __mmask16* mask) {
-    q4_K_tile<NG, NT>(w, n_sb, x, bs, y, ldy, mask);
+    q4_K_tile<NG, NT>(w, n_sb, x, static_cast<const int16_t*>(aux), y, ldy, mask);
   }
 };
 template <>
 struct Tile<Q6KBlock> {
+  static const void* aux(const GemmArgs&, int64_t) { return nullptr; }
   template <int NG, int NT>
-  static void run(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs, float* y,
+  static void run(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const void*, float* y,
                   int64_t ldy, const __mmask16* mask) {
-    q6_K_tile<NG, NT>(w, n_sb, x, bs, y, ldy, mask);
+    q6_K_tile<NG, NT>(w, n_sb, x, nullptr, y, ldy, mask);
   }
 };
 
 template <>
 struct Tile<Q6K8Block> {
+  static const void* aux(const GemmArgs& a, int64_t t) { return a.xu8 + t * a.n_sb * quant::kQK_K; }
   template <int NG, int NT>
-  static void run(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs, float* y,
+  static void run(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
                   int64_t ldy, const __mmask16* mask) {
-    q6_K8_tile<NG, NT>(w, n_sb, x, bs, y, ldy, mask);
+    q6_K8_tile<NG, NT>(w, n_sb, x, aux, y, ldy, mask);
   }
 };
 
 template <typename Block, int NG>
 void token_tiles(const Block* wg, const GemmArgs& a, float* yg, const __mmask16* mask) {
-  const int64_t bs_stride = a.bs32 ? a.n_sb * 8 : 0;
-  auto bs_at = [&](int64_t t) { return a.bs32 ? a.bs32 + t * bs_stride : nullptr; };
+  auto bs_at = [&](int64_t t) { return Tile<Block>::aux(a, t); };
   int64_t t = 0;
   for (; t + kTokens <= a.n_tokens; t += kTokens) {
     Tile<Block>::template run<NG, kTokens>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy,
