@@ -324,7 +324,7 @@ struct CpuForward::Impl {
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t r = 0; r < n; ++r) {
       if (add_proj) add_inplace(&x[r * d], &proj[r * d], d);
-      rmsnorm(&x[r * d], w, &xn[r * d], d, c.rms_eps);
+      rk->rmsnorm(&x[r * d], w, &xn[r * d], d, c.rms_eps);
       if (q8_embd_used) {
         rk->quantize_q8_K(&xn[r * d], q8_embd.data() + r * nb, d);
         qgemm::make_bs32(q8_embd.data() + r * nb, 1, nb, bs_embd.data() + r * nb * 8);
@@ -564,7 +564,7 @@ struct CpuForward::Impl {
 #pragma omp parallel for schedule(static) num_threads(n_threads)
       for (int64_t j = 0; j < n_head_rows; ++j) {
         const int64_t r = (j / n_rows) * m + rows[j % n_rows] - wb;
-        rmsnorm(&x[r * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
+        rk->rmsnorm(&x[r * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
       }
     }
     const Activations h_in = activations(xn.data(), n_head_rows, d, q8_embd, bs_embd, u8_embd, q8_head_used);

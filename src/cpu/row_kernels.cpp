@@ -15,7 +15,7 @@ void attention_head_scalar(const AttentionHead& a) {
   }
 }
 
-const RowKernels kScalarKernels = {quant::quantize_row_q8_K, silu_mul, attention_head_scalar};
+const RowKernels kScalarKernels = {quant::quantize_row_q8_K, silu_mul, attention_head_scalar, rmsnorm};
 
 }  // namespace
 

@@ -41,12 +41,15 @@ size_t attention_scratch_floats(int64_t head_dim, int64_t max_kv);
 /// - quantize_q8_K: exactly quant::quantize_row_q8_K (bit-identical on every path).
 /// - silu_mul: out[i] = silu(gate[i]) * up[i] (cpu/ops.h); SIMD paths use a polynomial exp
 ///   (relative error a few 2^-24).
+/// - rmsnorm: as cpu/ops.h rmsnorm (y may alias x; the sum of squares in double, SIMD paths in
+///   another order).
 /// - attention_head: as AttentionHead says; the scores' softmax sum is accumulated in double on
 ///   every path (as ggml does), the dot products and the weighted sum of V in f32.
 struct RowKernels {
   void (*quantize_q8_K)(const float* x, quant::block_q8_K* y, int64_t n);
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   void (*attention_head)(const AttentionHead& a);
+  void (*rmsnorm)(const float* x, const float* w, float* y, int64_t n, float eps);
 };
 
 /// The kernels for `isa` (kAvxVnni uses the AVX2 set: these loops need no VNNI).

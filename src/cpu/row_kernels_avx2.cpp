@@ -63,6 +63,12 @@ struct Ymm {
     s.lo = _mm256_add_pd(s.lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
     s.hi = _mm256_add_pd(s.hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
   }
+  static void dsq(DAcc& s, F v) {
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    s.lo = _mm256_fmadd_pd(lo, lo, s.lo);
+    s.hi = _mm256_fmadd_pd(hi, hi, s.hi);
+  }
   static double dsum(const DAcc& s) {
     const __m256d t = _mm256_add_pd(s.lo, s.hi);
     __m128d u = _mm_add_pd(_mm256_castpd256_pd128(t), _mm256_extractf128_pd(t, 1));
@@ -71,7 +77,7 @@ struct Ymm {
   }
 };
 
-const RowKernels kKernels = {quantize_q8_K<Ymm>, silu_mul<Ymm>, attention_head<Ymm, 2>};
+const RowKernels kKernels = {quantize_q8_K<Ymm>, silu_mul<Ymm>, attention_head<Ymm, 2>, rmsnorm<Ymm>};
 
 }  // namespace
 

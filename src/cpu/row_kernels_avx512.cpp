@@ -47,10 +47,16 @@ struct Zmm {
     s.lo = _mm512_add_pd(s.lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
     s.hi = _mm512_add_pd(s.hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
   }
+  static void dsq(DAcc& s, F v) {
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+    s.lo = _mm512_fmadd_pd(lo, lo, s.lo);
+    s.hi = _mm512_fmadd_pd(hi, hi, s.hi);
+  }
   static double dsum(const DAcc& s) { return _mm512_reduce_add_pd(_mm512_add_pd(s.lo, s.hi)); }
 };
 
-const RowKernels kKernels = {quantize_q8_K<Zmm>, silu_mul<Zmm>, attention_head<Zmm, 4>};
+const RowKernels kKernels = {quantize_q8_K<Zmm>, silu_mul<Zmm>, attention_head<Zmm, 4>, rmsnorm<Zmm>};
 
 }  // namespace
 

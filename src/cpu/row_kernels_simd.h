@@ -7,7 +7,8 @@
 // (a * b + c, one rounding), max, min, abs, hmax (largest lane), round_even (to nearest, ties to even),
 // exp2n (p * 2^n for integral n in [-126, 127]), keep_ge (lanes of r where x >= lim, else 0),
 // eq_mask (bit i set where a[i] == b[i]), quant16 (16 values times iscale, rounded, clamped to 127,
-// stored as int8, their sum returned), and DAcc / dzero / dadd / dsum (a sum of f32 lanes in double).
+// stored as int8, their sum returned), and DAcc / dzero / dadd / dsq / dsum (a sum of f32 lanes, or
+// of their squares, in double).
 #pragma once
 
 #include <algorithm>
@@ -79,6 +80,23 @@ void quantize_q8_K(const float* x, quant::block_q8_K* y, int64_t n) {
     for (int g = 0; g < quant::kQK_K / 16; ++g) y[i].bsums[g] = V::quant16(x + 16 * g, is, y[i].qs + 16 * g);
     y[i].d = 1.0f / iscale;
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// RMSNorm: the sum of squares in double (as cpu/ops.h), then y = (x * scale) * w as there.
+
+template <class V>
+void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
+  typename V::DAcc acc = V::dzero();
+  int64_t i = 0;
+  for (; i + V::W <= n; i += V::W) V::dsq(acc, V::load(x + i));
+  double sum = V::dsum(acc);
+  for (int64_t k = i; k < n; ++k) sum += static_cast<double>(x[k]) * x[k];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  const typename V::F sv = V::set1(scale);
+  for (i = 0; i + V::W <= n; i += V::W) V::store(y + i, V::mul(V::mul(V::load(x + i), sv), V::load(w + i)));
+  for (; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
 // ---------------------------------------------------------------------------------------------------

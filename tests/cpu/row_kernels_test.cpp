@@ -95,6 +95,26 @@ TEST_P(RowKernelsIsa, SiluMulMatchesF64) {
   }
 }
 
+// --- RMSNorm -------------------------------------------------------------------------------------
+
+TEST_P(RowKernelsIsa, RmsNormMatchesF64) {
+  for (const int64_t n : {1, 7, 256, 4096, 4096 + 13}) {
+    const auto x = random_vector(n, 30 + n, 3.0f);
+    const auto w = random_vector(n, 31 + n);
+    const float eps = 1e-5f;
+    std::vector<float> y(n);
+    k().rmsnorm(x.data(), w.data(), y.data(), n, eps);
+    double ss = 0;
+    for (const float v : x) ss += double(v) * v;
+    const double inv = 1.0 / std::sqrt(ss / n + eps);
+    for (int64_t i = 0; i < n; ++i) {
+      // mean rounded to f32, 1/sqrt, two products: a few units of 2^-24.
+      const double ref = x[i] * inv * w[i];
+      EXPECT_NEAR(y[i], ref, 6 * 0x1p-24 * std::abs(ref) + 1e-30) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
 // --- attention ------------------------------------------------------------------------------------
 
 struct HeadCase {
@@ -225,11 +245,13 @@ TEST(RowKernels, AttentionBoundHasTeeth) {
   const RowKernels& scalar = row_kernels(Isa::kScalar);
   const HeadCase c{9, 141, 128, 128, 3.0f};
   EXPECT_LE(worst_ratio(scalar, c, 5), 1.0);
-  const RowKernels skewed = {scalar.quantize_q8_K, scalar.silu_mul, [](const AttentionHead& a) {
+  const RowKernels skewed = {scalar.quantize_q8_K, scalar.silu_mul,
+                             [](const AttentionHead& a) {
                                AttentionHead b = a;
                                b.scale *= 1.001f;
                                row_kernels(Isa::kScalar).attention_head(b);
-                             }};
+                             },
+                             scalar.rmsnorm};
   EXPECT_GT(worst_ratio(skewed, c, 5), 1.0);
 }
 
