@@ -199,9 +199,14 @@ void attention_head(const AttentionHead& a) {
   const int64_t nkp = (nk + 15) / 16 * 16;
   float* kt = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(a.scratch) + 63) & ~uintptr_t(63));
   float* sc = kt + hd * nkp;
-  for (int64_t j = 0; j < nk; ++j) {
-    const float* kj = a.k + j * a.kv_stride;
-    for (int64_t d = 0; d < hd; ++d) kt[d * nkp + j] = kj[d];
+  // Transposed 16 keys at a time: each d writes one 64-byte line of kt (key-major order would touch
+  // head_dim lines per key, more than L1 holds at 141 keys).
+  for (int64_t j0 = 0; j0 < nk; j0 += 16) {
+    const int64_t jn = std::min<int64_t>(16, nk - j0);
+    for (int64_t d = 0; d < hd; ++d) {
+      float* dst = kt + d * nkp + j0;
+      for (int64_t jj = 0; jj < jn; ++jj) dst[jj] = a.k[(j0 + jj) * a.kv_stride + d];
+    }
   }
   for (int64_t d = 0; d < hd; ++d) {
     for (int64_t j = nk; j < nkp; ++j) kt[d * nkp + j] = 0.0f;
