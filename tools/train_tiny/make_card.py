@@ -87,9 +87,9 @@ def main():
 A real, if very small, LLaDA-architecture mask predictor trained from scratch on CPU with LLaDA's
 masked-diffusion objective on public-domain fairy tales. It exists so that `dllm run` works offline
 and so that tests see a trained model (confident and uncertain positions, real words), not random
-weights. Once trained far enough it writes fairy-tale-flavoured English of poor coherence (see Status);
+weights. It writes fairy-tale-flavoured English of poor coherence (sample below);
 for real use get LLaDA-8B-Instruct
-(`dllm pull GSAI-ML/LLaDA-8B-Instruct`).
+(`./dllm pull mradermacher/LLaDA-8B-Instruct-GGUF:Q4_K_M`).
 
 {status}
 
@@ -146,18 +146,20 @@ matrices Q4_K, norms F32 (quantizer: `tools/train_tiny/kquants.py`, checked bit 
 
 `tools/train_tiny/train.py` (PyTorch {torch.__version__.split('+')[0]}, CPU, seed {args['seed']}): LLaDA's
 objective: t ~ U(0, 1], each token masked with probability t (BOS never), cross-entropy on the masked
-positions weighted 1/t. Sequences: BOS + {args['seq'] - 1} tokens from a random paragraph start (shorter
-than the {cfg.n_ctx}-token context to get the most sequences, hence masking ratios, per CPU second; RoPE
-is relative, and a demo prompt plus 32 generated tokens is well inside {args['seq']}). q/k weights start
+positions weighted 1/t. Sequences: BOS + (length - 1) tokens from a random paragraph start. The first
+segment below trains at length {segs[0]['seq']} (more sequences, hence masking ratios, per CPU second); the last at
+length {segs[-1]['seq']} with the same tokens per step, so that every RoPE position of the {cfg.n_ctx}-token context
+(where `dllm run`'s canvas and the held-out windows reach) has been trained. q/k weights start
 at std 1/sqrt({cfg.n_embd}) (others 0.02): with 0.02 everywhere an earlier run stayed at the unigram
 solution (attention uniform) for its whole CPU budget. AdamW
 (betas 0.9/0.95, weight decay {args['wd']}), peak learning rate {args['lr']:g}, {args['warmup']} warm-up steps,
-cosine decay to 10% at step {args['steps']}, batch {args['batch']} x {args['seq']}, gradient clip 1.0.
+cosine decay to 10% at the segment's `--steps` (stretched from the resumed step), batch x length per segment
+below, gradient clip 1.0.
 
 - runs of train.py (seed {args['seed']}): {seg_text}
 - steps run: **{ck['step']}** of the {args['steps']} planned ({tokens_seen:,} tokens, about
   {tokens_seen / 2_057_767:.2f} passes over the {2_057_767:,} training tokens)
-- training time: **{ck['elapsed'] / 60:.1f} min** wall clock on 2 shared CPU cores (`nice -n 10`, 2 threads)
+- training time: **{ck['elapsed'] / 60:.1f} min** wall clock on 2 shared CPU cores (niced, 2 threads)
 - final loss (mean of the last 20 steps): **{final_loss:.3f}**
 
 ![loss curve]({png})

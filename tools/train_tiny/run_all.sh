@@ -11,8 +11,12 @@ dllm=$(realpath "$2")
 model=../../models/tiny-llada-fairytales-q4km.gguf
 python corpus.py --repo "$repo" --out data
 cp tokenizer.json data/tokenizer.json   # the committed tokenizer (tok.py --train data/train.txt makes a new one)
-nice -n 10 python train.py --data data --out runs/tiny --steps 400 --batch 64 --seq 64 --warmup 20 \
-  --lr 2e-3 --ckpt-every 20 --resume
+# Segment 1: 4000 steps of BOS + 63 tokens; segment 2: 800 more at the full 256-token context (same
+# tokens per step) so every RoPE position a canvas uses is trained. --resume makes each segment restartable.
+nice -n 5 python train.py --data data --out runs/tiny --steps 4000 --batch 64 --seq 64 --warmup 50 \
+  --lr 2e-3 --ckpt-every 100 --stop-at 4000 --resume
+nice -n 5 python train.py --data data --out runs/tiny --steps 4800 --batch 16 --seq 256 --warmup 50 \
+  --lr 2e-3 --ckpt-every 100 --resume
 python export.py --ckpt runs/tiny/ckpt.pt --tokenizer data/tokenizer.json \
   --f32 runs/tiny/tiny-llada-fairytales-f32.gguf --q4km "$model"
 python parity.py --ckpt runs/tiny/ckpt.pt --f32 runs/tiny/tiny-llada-fairytales-f32.gguf --q4km "$model" \
