@@ -77,6 +77,7 @@ template <typename T>
 AlignedArray<T> aligned_zeros(size_t n);
 extern template AlignedArray<Q4KBlock> aligned_zeros<Q4KBlock>(size_t);
 extern template AlignedArray<Q6KBlock> aligned_zeros<Q6KBlock>(size_t);
+extern template AlignedArray<Q6K8Block> aligned_zeros<Q6K8Block>(size_t);
 
 /// Repacks n_out rows of GGUF Q4_K blocks (row-major, n_in / 256 blocks per row) into
 /// ceil(n_out / 16) x (n_in / 256) Q4KBlocks, group-major. Rows past n_out are zero. n_in % 256 == 0.

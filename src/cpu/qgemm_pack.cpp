@@ -6,6 +6,7 @@
 #include <new>
 
 #include "cpu/qgemm.h"
+#include "cpu/qgemm_pack_walk.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu::qgemm {
@@ -24,6 +25,7 @@ AlignedArray<T> aligned_zeros(size_t n) {
 }
 template AlignedArray<Q4KBlock> aligned_zeros<Q4KBlock>(size_t);
 template AlignedArray<Q6KBlock> aligned_zeros<Q6KBlock>(size_t);
+template AlignedArray<Q6K8Block> aligned_zeros<Q6K8Block>(size_t);
 
 namespace {
 
@@ -109,26 +111,6 @@ void pack_q6_K_row(const quant::block_q6_K& b, int r, Q6KBlock& o) {
       }
     }
   }
-}
-
-// The walk both layouts share: n_out rows of GGUF blocks (row-major, n_in / 256 per row) into
-// ceil(n_out / kRows) groups x (n_in / 256) packed blocks, group-major; pack_row(src block, r, dst
-// block) fills row r of a packed block. Rows past n_out stay zero (d = 0: they contribute nothing).
-template <typename Packed, typename Block, typename PackRow>
-AlignedArray<Packed> pack_groups(const Block* src, int64_t n_out, int64_t n_in, PackRow pack_row) {
-  const int64_t n_sb = n_in / quant::kQK_K;
-  const int64_t n_groups = (n_out + kRows - 1) / kRows;
-  AlignedArray<Packed> dst = aligned_zeros<Packed>(size_t(n_groups * n_sb));
-  Packed* out = dst.get();
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < n_groups; ++g) {
-    for (int64_t sb = 0; sb < n_sb; ++sb) {
-      for (int r = 0; r < kRows && g * kRows + r < n_out; ++r) {
-        pack_row(src[(g * kRows + r) * n_sb + sb], r, out[g * n_sb + sb]);
-      }
-    }
-  }
-  return dst;
 }
 
 }  // namespace

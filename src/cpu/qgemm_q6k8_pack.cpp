@@ -3,11 +3,8 @@
 // block_q6_K layout (ggml-common.h; the same reading as quant/q6_k.cpp): in each half of 128 values, value
 // 32g + l takes its low nibble from ql[l + 32 (g & 1)] (low nibble for g < 2, high for g >= 2) and its top 2
 // bits from bits 2g, 2g+1 of qh[l].
-#include <cstdlib>
-#include <cstring>
-#include <new>
-
 #include "cpu/qgemm.h"
+#include "cpu/qgemm_pack_walk.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu::qgemm {
@@ -54,23 +51,7 @@ void pack_row(const quant::block_q6_K& b, int r, Q6K8Block& o) {
 }  // namespace
 
 AlignedArray<Q6K8Block> pack_q6_K8(const quant::block_q6_K* src, int64_t n_out, int64_t n_in) {
-  const int64_t n_sb = n_in / quant::kQK_K;
-  const int64_t n_groups = (n_out + kRows - 1) / kRows;
-  const size_t bytes = size_t(n_groups * n_sb) * sizeof(Q6K8Block);
-  void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, bytes == 0 ? 64 : bytes);  // rows past n_out: d = 0, they contribute nothing
-  AlignedArray<Q6K8Block> dst(static_cast<Q6K8Block*>(p));
-  Q6K8Block* out = dst.get();
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < n_groups; ++g) {
-    for (int64_t sb = 0; sb < n_sb; ++sb) {
-      for (int r = 0; r < kRows && g * kRows + r < n_out; ++r) {
-        pack_row(src[(g * kRows + r) * n_sb + sb], r, out[g * n_sb + sb]);
-      }
-    }
-  }
-  return dst;
+  return pack_groups<Q6K8Block>(src, n_out, n_in, pack_row);
 }
 
 void make_u8(const quant::block_q8_K* x, int64_t n_tokens, int64_t n_sb, uint8_t* xu8) {

@@ -1,0 +1,32 @@
+// Internal to src/cpu: the load-time walk that both packed weight layouts share (qgemm_pack.cpp for
+// Q4KBlock / Q6KBlock, qgemm_q6k8_pack.cpp for Q6K8Block).
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/qgemm.h"
+#include "quant/quant.h"
+
+namespace dllm::cpu::qgemm {
+
+// The walk both layouts share: n_out rows of GGUF blocks (row-major, n_in / 256 per row) into
+// ceil(n_out / kRows) groups x (n_in / 256) packed blocks, group-major; pack_row(src block, r, dst
+// block) fills row r of a packed block. Rows past n_out stay zero (d = 0: they contribute nothing).
+template <typename Packed, typename Block, typename PackRow>
+AlignedArray<Packed> pack_groups(const Block* src, int64_t n_out, int64_t n_in, PackRow pack_row) {
+  const int64_t n_sb = n_in / quant::kQK_K;
+  const int64_t n_groups = (n_out + kRows - 1) / kRows;
+  AlignedArray<Packed> dst = aligned_zeros<Packed>(size_t(n_groups * n_sb));
+  Packed* out = dst.get();
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < n_groups; ++g) {
+    for (int64_t sb = 0; sb < n_sb; ++sb) {
+      for (int r = 0; r < kRows && g * kRows + r < n_out; ++r) {
+        pack_row(src[(g * kRows + r) * n_sb + sb], r, out[g * n_sb + sb]);
+      }
+    }
+  }
+  return dst;
+}
+
+}  // namespace dllm::cpu::qgemm
