@@ -254,7 +254,7 @@ def notes_for(summary):
                 "ms/token difference from exact comes from parallel decoding: it comes from the other per-step "
                 "costs (a threshold step scores only the current block's masked rows, where Dream's exact "
                 "schedule scores every masked row of the answer; the cache, if any) and from noise. Fast-dLLM's "
-                "parallel-decoding speedup needs confident (trained) logits, which random weights do not give." %
+                "parallel-decoding speedup needs confident logits, which this model does not give (random weights or a weak model)." %
                 (name, s["threshold"], s["max_committed_confidence"] or 0.0, s["mean_commits_per_step"]))
         if "measured_window_over_full_forward" in s:
             notes.append(
