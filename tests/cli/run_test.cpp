@@ -168,6 +168,38 @@ TEST(Run, TraceWritesOneLinePerStep) {
   EXPECT_EQ(n, j.at("steps_run").get<int64_t>());
 }
 
+// Issue 5's trace check through the binary: LLaDA generate.py with gen_length 64, block_length 32,
+// steps 16 gives 8 steps per block and get_num_transfer_tokens = 32 / 8 = 4 commits per step, blocks 0
+// then 1. At 4 per step no parallel-decoding warning; at steps 8 (8 per step) there is one.
+TEST(Run, LladaTraceSixtyFourTokensBlockThirtyTwoSixteenSteps) {
+  TempDir dir;
+  const std::string trace = (dir / "trace.jsonl").string();
+  const RunResult r = run_dllm(run_args(
+      llada_path(), "Hi",
+      {"--max-tokens", "64", "--block-length", "32", "--steps", "16", "--no-early-stop", "--trace", trace}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("tokens are committed per step"), std::string::npos) << r.err;
+  const std::vector<char> bytes = read_file(trace);
+  std::istringstream lines(std::string(bytes.begin(), bytes.end()));
+  std::string line;
+  int64_t n = 0, masks = 64;
+  while (std::getline(lines, line)) {
+    const json step = json::parse(line);
+    EXPECT_EQ(step.at("step").get<int64_t>(), n);
+    EXPECT_EQ(step.at("block").get<int64_t>(), n / 8) << line;
+    EXPECT_EQ(step.at("positions").size(), 4u) << line;
+    masks -= 4;
+    EXPECT_EQ(step.at("masks_left").get<int64_t>(), masks) << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 16);
+
+  const RunResult fast =
+      run_dllm(run_args(llada_path(), "Hi", {"--max-tokens", "64", "--block-length", "32", "--steps", "8"}));
+  ASSERT_EQ(fast.exit_code, 0) << fast.err;
+  EXPECT_NE(fast.err.find("8 tokens are committed per step"), std::string::npos) << fast.err;
+}
+
 /// Forward passes of Dream's top-k schedule worked out from the reference (Dream generation_utils.py
 /// _sample), in f64: timesteps = linspace(1, eps, steps + 1); step i reveals int(masks * (1 - s/t))
 /// (t, s = timesteps[i], timesteps[i+1]), everything left on the last step; a step revealing 0 tokens
