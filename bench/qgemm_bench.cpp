@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "cpu/dispatch.h"
 #include "cpu/matmul.h"
 #include "cpu/qgemm.h"
@@ -258,27 +259,8 @@ void BM_gemm(benchmark::State& state, Shape s, Isa isa, int64_t n_tokens, int n_
   state.counters["L"] = double(n_tokens);
 }
 
-std::string run_command(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[256];
-    while (fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
-
-// The repository root: two levels above the binary (build-*/bin/qgemm_bench), else the working dir.
-std::filesystem::path repo_root() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto root = exe.parent_path().parent_path().parent_path();
-    if (std::filesystem::exists(root / "bench" / "CMakeLists.txt")) return root;
-  }
-  return std::filesystem::current_path();
-}
+using dllm::bench::repo_root;
+using dllm::bench::run_command;
 
 }  // namespace
 

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
@@ -163,27 +164,8 @@ BENCHMARK_CAPTURE(load_vocab, dream_152k, "tiny-dream-q4km.gguf")->Unit(benchmar
 // ---------------------------------------------------------------------------------------------
 // The results file.
 
-std::string run_command(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[256];
-    while (fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
-
-// The repository root: two levels above the binary (build-*/bin/tokenizer_bench), else the working dir.
-std::filesystem::path repo_root() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto root = exe.parent_path().parent_path().parent_path();
-    if (std::filesystem::exists(root / "bench" / "CMakeLists.txt")) return root;
-  }
-  return std::filesystem::current_path();
-}
+using dllm::bench::repo_root;
+using dllm::bench::run_command;
 
 std::string utc_now(const char* format) {
   char buf[32];

@@ -1,0 +1,36 @@
+// Helpers the benchmark programs share for their results files (bench/results/*.json).
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+namespace dllm::bench {
+
+/// stdout of a shell command with trailing newlines and spaces removed; "" when it cannot run.
+/// Used for provenance only (git commit, CPU model), never for a figure.
+inline std::string run_command(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+/// The repository root: two levels above the running binary (build-*/bin/<bench>) when that folder has
+/// bench/CMakeLists.txt, else the working directory.
+inline std::filesystem::path repo_root() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto root = exe.parent_path().parent_path().parent_path();
+    if (std::filesystem::exists(root / "bench" / "CMakeLists.txt")) return root;
+  }
+  return std::filesystem::current_path();
+}
+
+}  // namespace dllm::bench
