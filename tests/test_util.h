@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,15 @@ inline std::filesystem::path reference(const std::string& rel) {
 }
 
 /// Whole file as bytes.
+/// n values drawn from N(0, scale^2) by std::mt19937(seed): test inputs that are the same on every run.
+inline std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
 inline std::vector<char> read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   return std::vector<char>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -1,6 +1,7 @@
 // The row operations of the forward pass against f64 formulas written here: RMSNorm, RoPE in both
 // pairings (an independent complex rotation), bidirectional attention with GQA.
 #include "cpu/ops.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -12,13 +13,7 @@
 namespace dllm::cpu {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using dllm::test::random_vector;
 
 TEST(RmsNorm, MatchesF64Formula) {
   for (const int64_t n : {1, 7, 256, 4096}) {

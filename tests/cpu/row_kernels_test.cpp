@@ -3,6 +3,7 @@
 // arithmetic), SiLU * up against the f64 formula, one attention head against an f64 softmax(q k^T) v
 // written here. Paths this CPU cannot run are skipped with the reason.
 #include "cpu/row_kernels.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -19,13 +20,7 @@
 namespace dllm::cpu {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using dllm::test::random_vector;
 
 class RowKernelsIsa : public ::testing::TestWithParam<Isa> {
  protected:
