@@ -19,6 +19,7 @@
 #include "diffusion/trace.h"
 #include "scripted_source.h"
 #include "test_util.h"
+#include "traced_run.h"
 
 using namespace dllm::diffusion;
 using dllm::test::peaked;
@@ -92,18 +93,9 @@ namespace {
 /// Runs generate() with a TraceWriter and returns the trace's "cache_refresh" values, one per line.
 std::vector<std::string> traced_cache_refresh(dllm::test::ScriptedSource& src, const SamplerParams& p,
                                               std::span<const int32_t> prompt) {
-  dllm::test::TempDir dir;
-  const std::string path = (dir / "trace.jsonl").string();
-  {
-    TraceWriter trace(path);
-    SamplerCallbacks cb;
-    cb.on_step = [&](const StepInfo& s) { trace.write(s); };
-    generate(src, prompt, p, cb);
-  }
-  std::ifstream in(path);
   std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);)
-    out.push_back(nlohmann::json::parse(line)["cache_refresh"].get<std::string>());
+  for (const nlohmann::json& line : dllm::test::traced_run(src, prompt, p))
+    out.push_back(line["cache_refresh"].get<std::string>());
   return out;
 }
 

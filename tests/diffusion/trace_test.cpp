@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "scripted_source.h"
 #include "test_util.h"
+#include "traced_run.h"
 
 using namespace dllm::diffusion;
 
@@ -27,18 +28,7 @@ TEST(Trace, LladaSixtyFourTokensSixteenSteps) {
   p.block_length = 32;
   p.steps = 16;
   p.mask_id = kMask;
-  dllm::test::TempDir dir;
-  const std::string path = (dir / "trace.jsonl").string();
-  {
-    TraceWriter trace(path);
-    SamplerCallbacks cb;
-    cb.on_step = [&](const StepInfo& s) { trace.write(s); };
-    generate(src, prompt, p, cb);
-  }
-  std::ifstream in(path);
-  std::string line;
-  std::vector<nlohmann::json> steps;
-  while (std::getline(in, line)) steps.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> steps = dllm::test::traced_run(src, prompt, p);
   ASSERT_EQ(steps.size(), 16u);
   int64_t masks = 64;
   for (size_t i = 0; i < steps.size(); ++i) {
