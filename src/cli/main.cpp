@@ -132,8 +132,8 @@ void print_error(const std::string& message) {
 /// constructor before main(), so setting them here alone would be too late. The variable itself guards
 /// against a loop (the new process sees it set). Why: with libgomp's default (spin about 300,000 rounds
 /// before sleeping), workers that spin between the forward pass's parallel regions steal the cores other
-/// threads need when the machine is busy (tiny model: 277-594 ms/step instead of 16-24 ms at
-/// --threads 1); see docs/architecture.md "Threads" for the measurements. Returns when exec fails.
+/// threads need when the machine is busy (the tiny models' steps became many times slower and erratic);
+/// see docs/architecture.md "Threads". Returns when exec fails.
 void prefer_passive_openmp_wait(int argc, char** argv) {
   // Only the commands that run a forward pass use OpenMP; the others need not pay for a second
   // process start (tens of ms on a busy machine).
