@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Where a forward pass spends its time: runs `dllm run` with DLLM_PROFILE=1 on the synthetic LLaDA-8B file
+(same command shape as bench/e2e_bench.py: canvas = prompt + --gen, one block, --steps steps) and writes the
+per-phase wall and CPU ms per forward pass that dllm prints to stderr into
+bench/results/profile-<arch>-c<canvas>-t<threads>-<utc stamp>.json, with the machine, commit and command.
+
+Usage: python3 bench/profile_forward.py [--threads 2] [--steps 2] [--note TEXT]
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import e2e_bench as e2e  # noqa: E402  (machine(), commit(), loadavg(), ensure_model(), prompt_with_n_tokens())
+
+ROOT = Path(__file__).resolve().parent.parent
+ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
+
+
+def parse_profile(stderr: str) -> dict:
+    """The table after 'profile: N forward passes; per pass:' -> {phase: {wall_ms, cpu_ms}} and the pass count."""
+    lines = stderr.splitlines()
+    head = next((i for i, l in enumerate(lines) if l.startswith("profile:")), None)
+    if head is None:
+        raise SystemExit("ERROR: dllm printed no profile table (was it built with the DLLM_PROFILE hook?)")
+    passes = int(re.search(r"(\d+) forward pass", lines[head]).group(1))
+    phases = {}
+    for l in lines[head + 2:]:
+        m = ROW.match(l.strip())
+        if not m:
+            break
+        phases[m.group(1)] = {"wall_ms": float(m.group(2)), "cpu_ms": float(m.group(4))}
+    return {"forward_passes": passes, "phases": phases}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", type=Path, default=Path(os.environ.get("DLLM_BIN_DIR", ROOT / "build" / "bin")))
+    ap.add_argument("--model", type=Path, default=ROOT / "bench" / "tmp" / "llada-8b-synth.gguf")
+    ap.add_argument("--arch", default="llada")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt-tokens", type=int, default=13)
+    ap.add_argument("--gen", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--note", default="")
+    a = ap.parse_args()
+    e2e.ensure_model(a.model, a.arch, a.bin)
+    prompt = e2e.prompt_with_n_tokens(a.bin, a.model, a.prompt_tokens)
+    cmd = [str(a.bin / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt, "--max-tokens",
+           str(a.gen), "--block-length", str(a.gen), "--steps", str(a.steps), "--threads", str(a.threads),
+           "--no-early-stop", "--json"]
+    before = e2e.loadavg()
+    p = subprocess.run(cmd, env={**os.environ, "DLLM_PROFILE": "1"}, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"ERROR: dllm run failed (exit {p.returncode}): {p.stderr.strip()[-500:]}")
+    prof = parse_profile(p.stderr)
+    canvas = a.prompt_tokens + a.gen
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    result = {"kind": "forward-profile", "date": stamp, "machine": e2e.machine(), "commit": e2e.commit(),
+              "command": "DLLM_PROFILE=1 " + " ".join(cmd), "script": " ".join([sys.argv[0]] + sys.argv[1:]),
+              "note": a.note, "loadavg_before": before, "loadavg_after": e2e.loadavg(), "canvas": canvas,
+              "threads": a.threads, "units": "ms per forward pass; cpu = process CPU time of all threads",
+              **prof}
+    out = ROOT / "bench" / "results" / f"profile-{a.arch}-c{canvas}-t{a.threads}-{stamp}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    gemm = sum(v["cpu_ms"] for k, v in prof["phases"].items() if k.startswith("gemm"))
+    total = prof["phases"]["total"]["cpu_ms"]
+    print(f"{out.relative_to(ROOT)}: total {prof['phases']['total']['wall_ms']} wall ms, {total} CPU ms per "
+          f"forward; GEMMs {gemm / total:.0%} of the CPU time")
+
+
+if __name__ == "__main__":
+    main()
