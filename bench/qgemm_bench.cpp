@@ -14,8 +14,8 @@
 //    slices other processes took). The peak is per second of thread CPU time for the same reason.
 //
 // Usage: qgemm_bench [google-benchmark flags]. Without --benchmark_out it writes
-// bench/results/qgemm-<host>-<utc date>.json (machine, commit, command and peaks in "context").
-// Use --benchmark_repetitions=N --benchmark_enable_random_interleaving=true for A/B-fair medians,
+// bench/results/qgemm-<host>-<utc time, YYYYMMDDTHHMMSSZ>.json (machine, commit, command and peaks in
+// "context"). Use --benchmark_repetitions=N --benchmark_enable_random_interleaving=true for A/B-fair medians,
 // and taskset to pin threads.
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -269,9 +269,11 @@ int main(int argc, char** argv) {
   const std::filesystem::path root = repo_root();
   std::string command;
   bool has_out = false;
+  bool listing = false;  // --benchmark_list_tests runs nothing, so it must not write (or replace) a file
   for (int i = 0; i < argc; ++i) {
     command += (i ? " " : "") + std::string(argv[i]);
     if (std::strncmp(argv[i], "--benchmark_out=", 16) == 0) has_out = true;
+    if (std::strncmp(argv[i], "--benchmark_list_tests", 22) == 0) listing = true;
   }
 
   // Peaks first, on the calling thread (pin it with taskset for a clean figure).
@@ -324,12 +326,13 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::string> args(argv, argv + argc);
-  if (!has_out) {
+  if (!has_out && !listing) {
     char host[256] = "host";
     gethostname(host, sizeof host - 1);
+    // Seconds in the name: a filtered rerun must never replace an earlier run's file.
     char date[32];
     const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+    std::strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
     const auto dir = root / "bench" / "results";
     std::filesystem::create_directories(dir);
     const auto out = dir / ("qgemm-" + std::string(host) + "-" + date + ".json");
