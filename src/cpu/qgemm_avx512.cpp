@@ -14,7 +14,13 @@
 // 2 per cycle and shares those two pipes with every multiply (vpmulld, vpdpwssd, FMA), while the
 // nibble unpacking (and, shift, ternlog), broadcasts and int32 -> f32 conversions run on the other
 // pipes for free. So the tile is sized to keep the multiplies other than vpdpbusd rare (1 vpmulld per
-// 8 vpdpbusd) and to give 8 independent accumulator chains; 32 rows halve the broadcast loads.
+// 8 vpdpbusd); 32 rows halve the broadcast loads. vpdpbusd's latency needs more than the 8 chains
+// of a 2 x 4 tile to keep both pipes busy (the peak loop in qgemm_bench reaches 0.91 of its best with
+// 8 accumulators, 1.0 with 12), so Q4_K gives low and high nibbles separate chains (16) and sums
+// them before the scale, as Q6K8 does with its two sub-blocks.
+//
+// Each group pair is read from memory once and then reused from L2 by every token tile; the driver
+// prefetches the next pair's weights a slice per tile so the first tile does not wait on DRAM.
 #include <immintrin.h>
 // GCC 12 reports its own _mm512_undefined_*() placeholders in avx512fintrin.h as "may be used
 // uninitialized" once these inline into the tiles (a known false positive); nothing here is.
@@ -64,26 +70,16 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
   for (int64_t sb = 0; sb < n_sb; ++sb) {
     const Q4KBlock* b[NG];
     for (int g = 0; g < NG; ++g) b[g] = w + g * n_sb + sb;
-    // Min term M = sum_j m[j] * bs32[j]: two sub-blocks per vpdpwssd (int16 pairs).
-    __m512i macc[NT][NG], sacc[NT][NG];
+    __m512i sacc[NT][NG];
     for (int t = 0; t < NT; ++t) {
-      for (int g = 0; g < NG; ++g) macc[t][g] = sacc[t][g] = _mm512_setzero_si512();
+      for (int g = 0; g < NG; ++g) sacc[t][g] = _mm512_setzero_si512();
     }
-    for (int p = 0; p < 4; ++p) {
-      __m512i mp[NG];
-      for (int g = 0; g < NG; ++g) {
-        mp[g] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->mins[p])));
-      }
-      for (int t = 0; t < NT; ++t) {
-        const __m512i bs = bcast32(bs32 + (t * n_sb + sb) * 8 + 2 * p);
-        for (int g = 0; g < NG; ++g) macc[t][g] = _mm512_dpwssd_epi32(macc[t][g], mp[g], bs);
-      }
-    }
-    // S = sum_j sc[j] * sum_{i in j} q_i x_i.
+    // S = sum_j sc[j] * sum_{i in j} q_i x_i. Low and high nibbles feed separate chains (summed before
+    // the scale): 2 x NT x NG independent vpdpbusd chains, enough to cover its latency at 2 per cycle.
     for (int j = 0; j < 8; ++j) {
-      __m512i is[NT][NG];
+      __m512i il[NT][NG], ih[NT][NG];
       for (int t = 0; t < NT; ++t) {
-        for (int g = 0; g < NG; ++g) is[t][g] = _mm512_setzero_si512();
+        for (int g = 0; g < NG; ++g) il[t][g] = ih[t][g] = _mm512_setzero_si512();
       }
       for (int p = 0; p < 4; ++p) {
         // Line qs[j][p]: low nibbles pair with activations 32j+4p.., high nibbles with 32j+16+4p...
@@ -94,19 +90,37 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
         }
         for (int t = 0; t < NT; ++t) {
           const __m512i bx = bcast32(x[t * n_sb + sb].qs + 32 * j + 4 * p);
-          for (int g = 0; g < NG; ++g) is[t][g] = _mm512_dpbusd_epi32(is[t][g], lo[g], bx);
+          for (int g = 0; g < NG; ++g) il[t][g] = _mm512_dpbusd_epi32(il[t][g], lo[g], bx);
         }
         for (int g = 0; g < NG; ++g) hi[g] = _mm512_and_si512(_mm512_srli_epi16(c[g], 4), m4);
         for (int t = 0; t < NT; ++t) {
           const __m512i bx = bcast32(x[t * n_sb + sb].qs + 32 * j + 16 + 4 * p);
-          for (int g = 0; g < NG; ++g) is[t][g] = _mm512_dpbusd_epi32(is[t][g], hi[g], bx);
+          for (int g = 0; g < NG; ++g) ih[t][g] = _mm512_dpbusd_epi32(ih[t][g], hi[g], bx);
         }
       }
       for (int g = 0; g < NG; ++g) {
         const __m512i sc =
             _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(b[g]->scales[j])));
-        for (int t = 0; t < NT; ++t)
-          sacc[t][g] = _mm512_add_epi32(sacc[t][g], _mm512_mullo_epi32(is[t][g], sc));
+        for (int t = 0; t < NT; ++t) {
+          sacc[t][g] =
+              _mm512_add_epi32(sacc[t][g], _mm512_mullo_epi32(_mm512_add_epi32(il[t][g], ih[t][g]), sc));
+        }
+      }
+    }
+    // Min term M = sum_j m[j] * bs32[j]: two sub-blocks per vpdpwssd (int16 pairs). After the S loop,
+    // so its accumulators do not hold registers through it.
+    __m512i macc[NT][NG];
+    for (int t = 0; t < NT; ++t) {
+      for (int g = 0; g < NG; ++g) macc[t][g] = _mm512_setzero_si512();
+    }
+    for (int p = 0; p < 4; ++p) {
+      __m512i mp[NG];
+      for (int g = 0; g < NG; ++g) {
+        mp[g] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->mins[p])));
+      }
+      for (int t = 0; t < NT; ++t) {
+        const __m512i bs = bcast32(bs32 + (t * n_sb + sb) * 8 + 2 * p);
+        for (int g = 0; g < NG; ++g) macc[t][g] = _mm512_dpwssd_epi32(macc[t][g], mp[g], bs);
       }
     }
     for (int g = 0; g < NG; ++g) {
@@ -307,14 +321,36 @@ struct Tile<Q6K8Block> {
   }
 };
 
+// Prefetches [p, p + bytes) into L2 in slices, one slice per token tile: the next groups' weights
+// arrive while this group's tiles run (a group pair is read once from memory, then reused from L2
+// by every token tile; without this, the first tile of each pair waits on DRAM).
+struct Prefetcher {
+  const char* p = nullptr;
+  int64_t bytes = 0, slice = 0;
+  void next() {
+    const int64_t n = std::min(slice, bytes);
+    for (int64_t o = 0; o < n; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+    p += n;
+    bytes -= n;
+  }
+};
+
 template <typename Block, int NG>
-void token_tiles(const Block* wg, const GemmArgs& a, float* yg, const __mmask16* mask) {
+void token_tiles(const Block* wg, const GemmArgs& a, float* yg, const __mmask16* mask, const Block* next,
+                 int64_t next_groups) {
   auto bs_at = [&](int64_t t) { return Tile<Block>::aux(a, t); };
+  const int64_t n_tiles = (a.n_tokens + kTokens - 1) / kTokens;
+  Prefetcher pf;
+  pf.p = reinterpret_cast<const char*>(next);
+  pf.bytes = next_groups * a.n_sb * int64_t(sizeof(Block));
+  pf.slice = (pf.bytes / n_tiles + 127) / 64 * 64;
   int64_t t = 0;
   for (; t + kTokens <= a.n_tokens; t += kTokens) {
+    pf.next();
     Tile<Block>::template run<NG, kTokens>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy,
                                            mask);
   }
+  pf.next();
   const auto* x = a.x + t * a.n_sb;
   float* y = yg + t * a.ldy;
   switch (a.n_tokens - t) {
@@ -338,11 +374,12 @@ void gemm(const GemmArgs& a) {
   int64_t g = a.g_begin;
   for (; g + 2 <= a.g_end; g += 2) {
     const __mmask16 mask[2] = {row_mask(a, g), row_mask(a, g + 1)};
-    token_tiles<Block, 2>(w + g * a.n_sb, a, a.y + g * kRows, mask);
+    const int64_t next = std::min<int64_t>(2, a.g_end - (g + 2));
+    token_tiles<Block, 2>(w + g * a.n_sb, a, a.y + g * kRows, mask, w + (g + 2) * a.n_sb, next);
   }
   if (g < a.g_end) {
     const __mmask16 mask[1] = {row_mask(a, g)};
-    token_tiles<Block, 1>(w + g * a.n_sb, a, a.y + g * kRows, mask);
+    token_tiles<Block, 1>(w + g * a.n_sb, a, a.y + g * kRows, mask, w, 0);
   }
 }
 
