@@ -5,11 +5,14 @@
 #include <cmath>
 #include <limits>
 
+#include "diffusion/row_sums.h"
+
 namespace dllm::diffusion {
 
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
@@ -31,7 +34,16 @@ RowChoice llada_row(std::span<const float> logits, std::span<const uint8_t> allo
       }
     }
   } else {
-    for (size_t i = 0; i < n; ++i) {
+    // The first allowed id holding the largest allowed logit: torch.argmax's lowest id on ties.
+    const float top = max_allowed(logits.data(), allowed.data(), n);
+    for (size_t i = 0; i < n && std::isfinite(top); ++i) {
+      if (allowed[i] && logits[i] == top) {
+        out.token = static_cast<int32_t>(i);
+        break;
+      }
+    }
+    // A row without a finite allowed logit (a broken model) keeps the plain scan's answer.
+    for (size_t i = 0; i < n && !std::isfinite(top); ++i) {
       if (!allowed[i]) continue;
       const double v = logits[i];
       if (out.token < 0 || v > best) {
@@ -42,12 +54,8 @@ RowChoice llada_row(std::span<const float> logits, std::span<const uint8_t> allo
   }
   if (out.token < 0) return out;  // no allowed id: check_params rules this out
   // Confidence: noise-free softmax over the allowed ids, f64.
-  double m = kNegInf;
-  for (size_t i = 0; i < n; ++i)
-    if (allowed[i]) m = std::max(m, static_cast<double>(logits[i]));
-  double z = 0.0;
-  for (size_t i = 0; i < n; ++i)
-    if (allowed[i]) z += std::exp(static_cast<double>(logits[i]) - m);
+  const double m = max_allowed(logits.data(), allowed.data(), n);
+  const double z = std::isfinite(m) ? sum_exp_shifted(logits.data(), allowed.data(), n, m) : kNaN;
   out.confidence = std::exp(static_cast<double>(logits[out.token]) - m) / z;
   return out;
 }

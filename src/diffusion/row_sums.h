@@ -1,0 +1,29 @@
+// The two full-vocabulary passes of LLaDA's greedy row (row_ops.cpp llada_row): the largest allowed
+// logit and the softmax denominator. A row is n_vocab (126,464 for LLaDA) f32 logits, and a step
+// makes one per masked position of the block, so these loops were most of the sampler's time with
+// glibc's scalar exp. Internal to src/diffusion; tests call each path directly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dllm::diffusion {
+
+/// Largest logits[i] with allowed[i] != 0; NaN logits are skipped; -inf when none qualifies.
+float max_allowed(const float* logits, const uint8_t* allowed, size_t n);
+
+/// z = sum over i with allowed[i] != 0 of exp(logits[i] - m) in f64, for m >= every allowed logit
+/// (a larger one counts as m). Terms below e^-708 and NaN logits count 0: a term under 1e-307 of the
+/// largest one (1) cannot change an f64 sum that contains it.
+double sum_exp_shifted(const float* logits, const uint8_t* allowed, size_t n, double m);
+
+/// The portable loops (std::exp), used where the CPU lacks AVX-512.
+float max_allowed_scalar(const float* logits, const uint8_t* allowed, size_t n);
+double sum_exp_shifted_scalar(const float* logits, const uint8_t* allowed, size_t n, double m);
+
+/// AVX-512F (8 f64 / 16 f32 lanes; row_sums_avx512.cpp). exp as Cody-Waite reduction plus a degree-13
+/// Taylor polynomial: within 2 ulp of std::exp. Call only when the CPU has AVX-512F.
+float max_allowed_avx512(const float* logits, const uint8_t* allowed, size_t n);
+double sum_exp_shifted_avx512(const float* logits, const uint8_t* allowed, size_t n, double m);
+
+}  // namespace dllm::diffusion

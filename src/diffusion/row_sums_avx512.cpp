@@ -1,0 +1,87 @@
+// row_sums.h on AVX-512F (compiled with the AVX-512 flags; called only where the CPU has them).
+#include <immintrin.h>
+// GCC 12 reports its own _mm512_undefined_*() placeholders in avx512fintrin.h as "may be used
+// uninitialized" once these inline (a known false positive); nothing here is.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <limits>
+
+#include "diffusion/row_sums.h"
+
+namespace dllm::diffusion {
+
+namespace {
+
+// Lanes i < n of a tail of fewer than 16.
+inline __mmask16 tail16(size_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+}
+
+// allowed[0..k) != 0 as a mask, k <= 16 (bytes past k are not read).
+inline __mmask16 allowed_mask(const uint8_t* allowed, __mmask16 k) {
+  const __m128i a = _mm_maskz_loadu_epi8(k, allowed);
+  return _mm_test_epi8_mask(a, a) & k;
+}
+
+// exp(x) for x in [-708, 0]: x = k ln2 + r with |r| <= ln2 / 2 (fdlibm's two-part ln 2), e^r by its
+// Taylor series to degree 13 (the next term is below 5e-18 of the result), 2^k from exponent bits.
+inline __m512d exp_reduced(__m512d x) {
+  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93147180369123816490e-01), x);
+  r = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.90821492927058770002e-10), r);
+  constexpr double kInvFact[14] = {1.0,
+                                   1.0,
+                                   1.0 / 2,
+                                   1.0 / 6,
+                                   1.0 / 24,
+                                   1.0 / 120,
+                                   1.0 / 720,
+                                   1.0 / 5040,
+                                   1.0 / 40320,
+                                   1.0 / 362880,
+                                   1.0 / 3628800,
+                                   1.0 / 39916800,
+                                   1.0 / 479001600,
+                                   1.0 / 6227020800};
+  __m512d p = _mm512_set1_pd(kInvFact[13]);
+  for (int i = 12; i >= 0; --i) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(kInvFact[i]));
+  const __m512i e = _mm512_slli_epi64(
+      _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(k)), _mm512_set1_epi64(1023)), 52);
+  return _mm512_mul_pd(p, _mm512_castsi512_pd(e));
+}
+
+}  // namespace
+
+float max_allowed_avx512(const float* logits, const uint8_t* allowed, size_t n) {
+  __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail16(n - i);
+    const __m512 x = _mm512_maskz_loadu_ps(k, logits + i);
+    const __mmask16 use = allowed_mask(allowed + i, k) & _mm512_cmp_ps_mask(x, x, _CMP_ORD_Q);
+    m = _mm512_mask_max_ps(m, use, m, x);
+  }
+  return _mm512_reduce_max_ps(m);
+}
+
+double sum_exp_shifted_avx512(const float* logits, const uint8_t* allowed, size_t n, double m) {
+  const __m512d vm = _mm512_set1_pd(m), lo = _mm512_set1_pd(-708.0), zero = _mm512_setzero_pd();
+  __m512d z0 = zero, z1 = zero;
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail16(n - i);
+    const __m512 x = _mm512_maskz_loadu_ps(k, logits + i);
+    const __mmask16 a = allowed_mask(allowed + i, k);
+    const __m512d x0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(x)), vm);
+    const __m512d x1 =
+        _mm512_sub_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))), vm);
+    // Lanes that count: allowed and x >= -708 (an ordered compare, so NaN does not count).
+    const __mmask8 u0 = _mm512_cmp_pd_mask(x0, lo, _CMP_GE_OQ) & __mmask8(a);
+    const __mmask8 u1 = _mm512_cmp_pd_mask(x1, lo, _CMP_GE_OQ) & __mmask8(a >> 8);
+    z0 = _mm512_mask_add_pd(z0, u0, z0, exp_reduced(_mm512_min_pd(_mm512_max_pd(x0, lo), zero)));
+    z1 = _mm512_mask_add_pd(z1, u1, z1, exp_reduced(_mm512_min_pd(_mm512_max_pd(x1, lo), zero)));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(z0, z1));
+}
+
+}  // namespace dllm::diffusion
