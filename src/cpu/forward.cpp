@@ -9,9 +9,11 @@
 // weights see their input rounded to Q8_K first, as ggml-cpu does (../shared/reference/README.md,
 // "Numerics"); that rounding is done once per projection input and shared by Q/K/V and by gate/up.
 //
-// Threading: OpenMP, dynamic schedule. Matmuls are split into fixed output-row ranges (their size
-// depends on the matrix only, never on the thread count), attention into (sequence, head) items,
-// the row ops into tokens; each output element is computed by one thread in a fixed order, so the
+// Threading: OpenMP, dynamic schedules. Matmuls are split into fixed output-row ranges (their size
+// depends on the matrix only, never on the thread count) handed out `guided`: runs of consecutive
+// ranges per thread, shrinking to single ones at the end, so a kernel's prefetch of the rows after
+// its range usually fetches its own thread's next range. Attention is split into (sequence, head)
+// items, the row ops into tokens; each output element is computed by one thread in a fixed order, so the
 // logits are bit-identical for any thread count.
 #include "cpu/forward.h"
 
@@ -280,7 +282,7 @@ struct CpuForward::Impl {
       first[j + 1] = first[j] + (jobs[j].m->n_out() + chunk[j] - 1) / chunk[j];
     }
     const int64_t n_items = first[N];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+#pragma omp parallel for schedule(guided) num_threads(n_threads)
     for (int64_t item = 0; item < n_items; ++item) {
       size_t j = 0;
       while (item >= first[j + 1]) ++j;

@@ -82,6 +82,7 @@ class PackedMatrix final : public Matrix {
     a.n_sb = n_in_ / quant::kQK_K;
     a.g_begin = o_begin / qgemm::kRows;
     a.g_end = (o_end + qgemm::kRows - 1) / qgemm::kRows;
+    a.n_groups = (n_out_ + qgemm::kRows - 1) / qgemm::kRows;
     a.x = x.q8k;
     a.n_tokens = x.n_tokens;
     a.y = y;

@@ -89,9 +89,12 @@ AlignedArray<Q6KBlock> pack_q6_K(const quant::block_q6_K* src, int64_t n_out, in
 /// Output row o = 16 g + r goes to y[t * ldy + o] only when o_begin <= o < o_end (the caller's range,
 /// already clipped to n_out), so the zero-padded rows of the last group are never written.
 struct GemmArgs {
-  const void* w = nullptr;               ///< Q4KBlock* or Q6KBlock*, [group][super-block]
-  int64_t n_sb = 0;                      ///< super-blocks per row (n_in / 256)
-  int64_t g_begin = 0, g_end = 0;        ///< row groups to compute
+  const void* w = nullptr;         ///< Q4KBlock* or Q6KBlock*, [group][super-block]
+  int64_t n_sb = 0;                ///< super-blocks per row (n_in / 256)
+  int64_t g_begin = 0, g_end = 0;  ///< row groups to compute
+  /// Groups in the whole matrix (0: unknown). A kernel may prefetch the groups after g_end: the
+  /// thread's next work item usually starts there.
+  int64_t n_groups = 0;
   const quant::block_q8_K* x = nullptr;  ///< n_tokens x n_sb activation blocks, row-major
   int64_t n_tokens = 0;
   /// Q4_K only: n_tokens x n_sb x 8 sums of 32 activation values (bsums[2j] + bsums[2j + 1]),

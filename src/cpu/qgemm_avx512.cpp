@@ -374,7 +374,7 @@ void gemm(const GemmArgs& a) {
   int64_t g = a.g_begin;
   for (; g + 2 <= a.g_end; g += 2) {
     const __mmask16 mask[2] = {row_mask(a, g), row_mask(a, g + 1)};
-    const int64_t next = std::min<int64_t>(2, a.g_end - (g + 2));
+    const int64_t next = std::min<int64_t>(2, std::max(a.g_end, a.n_groups) - (g + 2));
     token_tiles<Block, 2>(w + g * a.n_sb, a, a.y + g * kRows, mask, w + (g + 2) * a.n_sb, next);
   }
   if (g < a.g_end) {
