@@ -13,8 +13,8 @@
 // depends on the matrix only, never on the thread count) handed out `guided`: runs of consecutive
 // ranges per thread, shrinking to single ones at the end, so a kernel's prefetch of the rows after
 // its range usually fetches its own thread's next range. Attention is split into (sequence, head)
-// items, the row ops into tokens; each output element is computed by one thread in a fixed order, so the
-// logits are bit-identical for any thread count.
+// items, the row ops into tokens; each output element is computed by one thread in a fixed order, so
+// the logits are bit-identical for any thread count.
 #include "cpu/forward.h"
 
 #include <omp.h>
