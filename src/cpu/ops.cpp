@@ -32,17 +32,28 @@ RopeTable::RopeTable(int64_t head_dim, int64_t max_pos, double freq_base)
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
           model::RopeMode mode) {
   const int64_t half = head_dim / 2;
-  // Element stride between the two members of pair i, and the offset of pair i's first member.
-  const int64_t pair_gap = mode == model::RopeMode::kNorm ? 1 : half;
-  const int64_t step = mode == model::RopeMode::kNorm ? 2 : 1;
+  // One loop per mode with constant strides, so the compiler vectorizes each (the same arithmetic
+  // per pair either way: x0 cos - x1 sin, x0 sin + x1 cos).
+  if (mode == model::RopeMode::kNorm) {
+    // Pair i = elements (2i, 2i + 1) (ggml's GGML_ROPE_TYPE_NORM, LLaMA-style).
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* v = x + h * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const float x0 = v[2 * i], x1 = v[2 * i + 1];
+        v[2 * i] = x0 * cos[i] - x1 * sin[i];
+        v[2 * i + 1] = x0 * sin[i] + x1 * cos[i];
+      }
+    }
+    return;
+  }
+  // Pair i = elements (i, i + half) (GGML_ROPE_TYPE_NEOX, Qwen2 / Dream).
   for (int64_t h = 0; h < n_heads; ++h) {
-    float* v = x + h * head_dim;
+    float* a = x + h * head_dim;
+    float* b = a + half;
     for (int64_t i = 0; i < half; ++i) {
-      float* a = v + i * step;
-      float* b = a + pair_gap;
-      const float x0 = *a, x1 = *b;
-      *a = x0 * cos[i] - x1 * sin[i];
-      *b = x0 * sin[i] + x1 * cos[i];
+      const float x0 = a[i], x1 = b[i];
+      a[i] = x0 * cos[i] - x1 * sin[i];
+      b[i] = x0 * sin[i] + x1 * cos[i];
     }
   }
 }
