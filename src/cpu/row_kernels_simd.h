@@ -218,9 +218,27 @@ void attention_head(const AttentionHead& a) {
     float* orow[QT];
     float dummy_out[QT][C * V::W];
     for (int i = 0; i < QT; ++i) qr[i] = a.q + (t0 + std::min(i, nq - 1)) * a.q_stride;
+    // Key vectors in tiles of C, or of 3 when that divides them evenly (141 keys = 9 vectors: three
+    // 3-vector tiles instead of 4 + 4 + a 1-vector tile whose QT chains cannot fill the FMA pipes).
+    const int64_t n_vec = nkp / V::W;
     int64_t j = 0;
+    if (n_vec % C != 0 && n_vec % 3 == 0) {
+      for (; j < nkp; j += 3 * V::W) score_tile<V, QT, 3>(qr, kt + j, nkp, hd, a.scale, sc + j);
+    }
     for (; j + C * V::W <= nkp; j += C * V::W) score_tile<V, QT, C>(qr, kt + j, nkp, hd, a.scale, sc + j);
-    for (; j < nkp; j += V::W) score_tile<V, QT, 1>(qr, kt + j, nkp, hd, a.scale, sc + j);
+    switch ((nkp - j) / V::W) {
+      case 3:
+        score_tile<V, QT, 3>(qr, kt + j, nkp, hd, a.scale, sc + j);
+        break;
+      case 2:
+        score_tile<V, QT, 2>(qr, kt + j, nkp, hd, a.scale, sc + j);
+        break;
+      case 1:
+        score_tile<V, QT, 1>(qr, kt + j, nkp, hd, a.scale, sc + j);
+        break;
+      default:
+        break;
+    }
     for (int i = 0; i < QT; ++i) {
       float* s = sc + i * nkp;
       for (int64_t jj = nk; jj < nkp; ++jj) s[jj] = -INFINITY;
