@@ -338,30 +338,37 @@ struct Prefetcher {
 template <typename Block, int NG>
 void token_tiles(const Block* wg, const GemmArgs& a, float* yg, const __mmask16* mask, const Block* next,
                  int64_t next_groups) {
+  static_assert(kTokens == 4);
   auto bs_at = [&](int64_t t) { return Tile<Block>::aux(a, t); };
-  const int64_t n_tiles = (a.n_tokens + kTokens - 1) / kTokens;
+  // Tokens in tiles of 4, with the remainder as 3-token tiles where possible (141 = 33 x 4 + 3 x 3):
+  // a 1- or 2-token tile still unpacks every weight line and pays the per-chain costs, for a
+  // quarter or half of the products.
+  const int64_t n = a.n_tokens, r = n % 4;
+  const int64_t n3 = r == 3 ? 1 : (r == 2 && n >= 6) ? 2 : (r == 1 && n >= 9) ? 3 : 0;
+  const int64_t n4 = (n - 3 * n3) / 4;
+  const int64_t rest = n - 4 * n4 - 3 * n3;  // 1 or 2 only when n < 6 or n < 9
   Prefetcher pf;
   pf.p = reinterpret_cast<const char*>(next);
   pf.bytes = next_groups * a.n_sb * int64_t(sizeof(Block));
-  pf.slice = (pf.bytes / n_tiles + 127) / 64 * 64;
+  pf.slice = (pf.bytes / std::max<int64_t>(1, n4 + n3 + (rest > 0)) + 127) / 64 * 64;
   int64_t t = 0;
-  for (; t + kTokens <= a.n_tokens; t += kTokens) {
+  for (int64_t i = 0; i < n4; ++i, t += 4) {
     pf.next();
-    Tile<Block>::template run<NG, kTokens>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy,
-                                           mask);
+    Tile<Block>::template run<NG, 4>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask);
+  }
+  for (int64_t i = 0; i < n3; ++i, t += 3) {
+    pf.next();
+    Tile<Block>::template run<NG, 3>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask);
   }
   pf.next();
   const auto* x = a.x + t * a.n_sb;
   float* y = yg + t * a.ldy;
-  switch (a.n_tokens - t) {
+  switch (rest) {
     case 1:
       Tile<Block>::template run<NG, 1>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask);
       break;
     case 2:
       Tile<Block>::template run<NG, 2>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask);
-      break;
-    case 3:
-      Tile<Block>::template run<NG, 3>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask);
       break;
     default:
       break;
