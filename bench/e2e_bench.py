@@ -273,11 +273,21 @@ def main():
     ap.add_argument("--note", default="", help="free text stored in the results file")
     ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more flags for dllm run")
     ap.add_argument("--summarize", type=Path, nargs="+", default=None,
-                    help="recompute the derived figures of existing results files from their raw runs and exit")
+                    help="recompute the derived figures of existing results files from their raw runs and exit "
+                         "(with --peak-json: also add the floor from that peak file)")
     a = ap.parse_args()
     if a.summarize:
         for path in a.summarize:
-            r = summarize(json.loads(path.read_text()))
+            r = json.loads(path.read_text())
+            if a.peak_json:  # add (or replace) the floor, and say so in the note
+                ctx = json.loads(a.peak_json.read_text())["context"]
+                peak_file = str(a.peak_json.resolve().relative_to(ROOT))
+                r["floor"] = {"peak_file": peak_file,
+                              "peak_zmm_vpdpbusd_gops_per_core": float(ctx["peak_zmm_vpdpbusd_gops"])}
+                added = f"floor added afterwards from {peak_file} (e2e_bench.py --summarize --peak-json)"
+                if added not in r.get("note", ""):
+                    r["note"] = (r.get("note", "") + "; " + added).lstrip("; ")
+            r = summarize(r)
             for k in ("mean_step_ms", "mean_forward_ms"):
                 r.pop(k, None)
             path.write_text(json.dumps(r, indent=2) + "\n")
