@@ -10,12 +10,21 @@
 
 namespace dllm::cli {
 
+namespace {
+
+// v is a whole number in [min, max] (decimal digits only, the whole string).
+bool whole_in(const std::string& v, int64_t min, int64_t max) {
+  int64_t x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  return ec == std::errc() && p == v.data() + v.size() && x >= min && x <= max;
+}
+
+}  // namespace
+
 CLI::Validator whole_number(int64_t min) {
   return CLI::Validator(
       [min](std::string& v) -> std::string {
-        int64_t x = 0;
-        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-        if (ec != std::errc() || p != v.data() + v.size() || x < min) {
+        if (!whole_in(v, min, std::numeric_limits<int64_t>::max())) {
           return "must be a whole number >= " + std::to_string(min) + ", got '" + v + "'";
         }
         return "";
@@ -73,9 +82,7 @@ void add_compute_flags(CLI::App& sub, ComputeFlags& f) {
                      "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set")
       ->check(CLI::Validator(
           [cap, cpus](std::string& v) -> std::string {
-            int64_t x = 0;
-            auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-            if (ec != std::errc() || p != v.data() + v.size() || x < 0 || x > cap) {
+            if (!whole_in(v, 0, cap)) {
               return "must be a whole number from 0 (one per physical core) to " + std::to_string(cap) +
                      " (4 x the " + cpus + " logical CPUs), got '" + v + "'";
             }
