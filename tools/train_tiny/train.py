@@ -136,6 +136,9 @@ def main():
     if a.stop_at and step >= a.stop_at:
         print(f"checkpoint is at step {step}, at or past --stop-at {a.stop_at}: nothing to do")
         return
+    if step >= a.steps:  # a finished run started again (run_all.sh twice): no segment line, no steps
+        print(f"checkpoint is at step {step}, at or past --steps {a.steps}: nothing to do")
+        return
     n_params = sum(p.numel() for p in model.parameters())
     print(f"params {n_params}, train tokens {len(ids)}, sequences from {len(starts)} paragraph starts")
     log = open(os.path.join(a.out, "log.jsonl"), "a")
