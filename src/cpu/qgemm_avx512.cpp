@@ -1,6 +1,7 @@
 // AVX-512 VNNI kernels over the packed 16-row groups (compiled with -mavx512f/bw/vl/dq/vnni).
 //
-// Tile: 32 rows (two groups, two zmm of int32 lanes) x 4 tokens; a lone last group uses a 16-row tile.
+// Tile: 32 rows (two groups, two zmm of int32 lanes) x 4 tokens; a lone last group uses a 16-row tile,
+// and the token remainder goes in 3-token tiles where the count allows (token_tiles).
 // For each 64-byte weight line the kernel unpacks two u8 vectors (low and high nibbles) per group and
 // feeds each to one vpdpbusd per token, whose s8 operand is 4 activation bytes broadcast to all lanes;
 // each broadcast serves both groups. Per 32-weight sub-block (Q4_K) or 16-weight sub-block (Q6_K) the
@@ -20,7 +21,9 @@
 // them before the scale, as Q6K8 does with its two sub-blocks.
 //
 // Each group pair is read from memory once and then reused from L2 by every token tile; the driver
-// prefetches the next pair's weights a slice per tile so the first tile does not wait on DRAM.
+// prefetches the next pair's weights a slice per tile so the first tile does not wait on DRAM (past
+// the work item's own rows too: the forward pass hands items out guided, so the next pair is
+// usually this thread's next item).
 #include <immintrin.h>
 // GCC 12 reports its own _mm512_undefined_*() placeholders in avx512fintrin.h as "may be used
 // uninitialized" once these inline into the tiles (a known false positive); nothing here is.
