@@ -11,8 +11,9 @@
 // chains in 14 of the 16 ymm registers. Token counts that are not a multiple of 4 end in 3-token
 // tiles (141 = 33 x 4 + 3 x 3), and the driver prefetches the next group's weights into L2 a slice
 // per token tile (as the AVX-512 path does), so each group comes from DRAM once, early.
-// Q6_K: 8 rows x 4 tokens, then one tile of the 1-3 tokens left. Its low and high nibbles are two
-// sub-blocks with their own scales, so 16 rows would need 16 accumulators: all the registers.
+// Q6_K: 8 rows x 4 tokens, then one tile of the 1-3 tokens left, with the same prefetch (spread over
+// both halves' tiles). Its low and high nibbles are two sub-blocks with their own scales, so 16 rows
+// would need 16 accumulators: all the registers.
 //
 // AVX2 has no u8 x s8 -> s32 instruction: vpmaddubsw makes s16 sums of 2 products (saturating, but
 // Q4_K 2 * 15 * 128 = 3840 and Q6_K 2 * 63 * 128 = 16128 never reach 32767), several of those are
@@ -334,12 +335,17 @@ void gemm_q4_K_ymm(const GemmArgs& a) {
   }
 }
 
-// Q6_K: 8-row tiles of 4 tokens, then one tile of the 1-3 left (the Q4_K driver above, with 3-token
-// remainder tiles and prefetch, measured a few % slower for Q6_K on the AVX2 path).
+// Q6_K: 8-row tiles of 4 tokens, then one tile of the 1-3 left (3-token remainder tiles as for Q4_K
+// measured a few % slower here on the AVX2 path), and the next group prefetched as for Q4_K.
 template <bool kVnni>
 void gemm_q6_K_ymm(const GemmArgs& a) {
   const auto* w = static_cast<const Q6KBlock*>(a.w);
+  const int64_t tiles = 2 * ((a.n_tokens + 3) / 4);
   for (int64_t g = a.g_begin; g < a.g_end; ++g) {
+    Prefetcher pf;
+    pf.p = reinterpret_cast<const char*>(w + (g + 1) * a.n_sb);
+    pf.bytes = g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Q6KBlock)) : 0;
+    pf.slice = (pf.bytes / std::max<int64_t>(1, tiles) + 127) / 64 * 64;
     for (int h = 0; h < 2; ++h) {
       const __m256i mask = half_mask(a, g, h);
       if (_mm256_testz_si256(mask, mask)) continue;
@@ -347,9 +353,11 @@ void gemm_q6_K_ymm(const GemmArgs& a) {
       float* yg = a.y + g * kRows + 8 * h;
       int64_t t = 0;
       for (; t + 4 <= a.n_tokens; t += 4) {
+        pf.next();
         q6_K_tile<kVnni, 1, 4>(wg, h, a.n_sb, a.x + t * a.n_sb, yg + t * a.ldy, a.ldy, &mask);
       }
       const auto* x = a.x + t * a.n_sb;
+      pf.next();
       switch (a.n_tokens - t) {
         case 1:
           q6_K_tile<kVnni, 1, 1>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask);
