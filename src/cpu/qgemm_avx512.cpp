@@ -33,6 +33,7 @@
 #include <cstring>
 
 #include "cpu/qgemm.h"
+#include "cpu/qgemm_tiling.h"
 
 namespace dllm::cpu::qgemm {
 namespace {
@@ -324,49 +325,26 @@ struct Tile<Q6K8Block> {
   }
 };
 
-// Prefetches [p, p + bytes) into L2 in slices, one slice per token tile: the next groups' weights
-// arrive while this group's tiles run (a group pair is read once from memory, then reused from L2
-// by every token tile; without this, the first tile of each pair waits on DRAM).
-struct Prefetcher {
-  const char* p = nullptr;
-  int64_t bytes = 0, slice = 0;
-  void next() {
-    const int64_t n = std::min(slice, bytes);
-    for (int64_t o = 0; o < n; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
-    p += n;
-    bytes -= n;
-  }
-};
-
 template <typename Block, int NG>
 void token_tiles(const Block* wg, const GemmArgs& a, float* yg, const __mmask16* mask, const Block* next,
                  int64_t next_groups) {
   static_assert(kTokens == 4);
   auto bs_at = [&](int64_t t) { return Tile<Block>::aux(a, t); };
-  // Tokens in tiles of 4, with the remainder as 3-token tiles where possible (141 = 33 x 4 + 3 x 3):
-  // a 1- or 2-token tile still unpacks every weight line and pays the per-chain costs, for a
-  // quarter or half of the products.
-  const int64_t n = a.n_tokens, r = n % 4;
-  const int64_t n3 = r == 3 ? 1 : (r == 2 && n >= 6) ? 2 : (r == 1 && n >= 9) ? 3 : 0;
-  const int64_t n4 = (n - 3 * n3) / 4;
-  const int64_t rest = n - 4 * n4 - 3 * n3;  // 1 or 2 only when n < 6 or n < 9
-  Prefetcher pf;
-  pf.p = reinterpret_cast<const char*>(next);
-  pf.bytes = next_groups * a.n_sb * int64_t(sizeof(Block));
-  pf.slice = (pf.bytes / std::max<int64_t>(1, n4 + n3 + (rest > 0)) + 127) / 64 * 64;
+  const TokenSplit ts = split_tokens(a.n_tokens);
+  Prefetcher pf(next, next_groups * a.n_sb * int64_t(sizeof(Block)), ts.tiles());
   int64_t t = 0;
-  for (int64_t i = 0; i < n4; ++i, t += 4) {
+  for (int64_t i = 0; i < ts.n4; ++i, t += 4) {
     pf.next();
     Tile<Block>::template run<NG, 4>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask);
   }
-  for (int64_t i = 0; i < n3; ++i, t += 3) {
+  for (int64_t i = 0; i < ts.n3; ++i, t += 3) {
     pf.next();
     Tile<Block>::template run<NG, 3>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask);
   }
   pf.next();
   const auto* x = a.x + t * a.n_sb;
   float* y = yg + t * a.ldy;
-  switch (rest) {
+  switch (ts.rest) {
     case 1:
       Tile<Block>::template run<NG, 1>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask);
       break;

@@ -27,6 +27,7 @@
 #include <cstring>
 
 #include "cpu/qgemm.h"
+#include "cpu/qgemm_tiling.h"
 
 namespace dllm::cpu::qgemm {
 namespace {
@@ -270,43 +271,24 @@ void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
 // ---------------------------------------------------------------------------------------------------
 // Drivers.
 
-// Prefetches [p, p + bytes) into L2 in slices, one slice per token tile: the next group's weights
-// arrive while this group's tiles run (a group is read once from memory, then reused from L2 by
-// every token tile; without this, the first tile of each group waits on DRAM).
-struct Prefetcher {
-  const char* p = nullptr;
-  int64_t bytes = 0, slice = 0;
-  void next() {
-    const int64_t n = std::min(slice, bytes);
-    for (int64_t o = 0; o < n; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
-    p += n;
-    bytes -= n;
-  }
-};
-
 // Q4_K, all tokens of one group (16-row tiles).
 template <bool kVnni>
 void q4_K_token_tiles(const Q4KBlock* wg, const GemmArgs& a, float* y0, const __m256i* mask, Prefetcher& pf) {
-  // Tokens in tiles of 4, with the remainder as 3-token tiles where possible (141 = 33 x 4 + 3 x 3):
-  // a 1- or 2-token tile still unpacks every weight line for a quarter or half of the products.
-  const int64_t n = a.n_tokens, r = n % 4;
-  const int64_t n3 = r == 3 ? 1 : (r == 2 && n >= 6) ? 2 : (r == 1 && n >= 9) ? 3 : 0;
-  const int64_t n4 = (n - 3 * n3) / 4;
-  const int64_t rest = n - 4 * n4 - 3 * n3;  // 1 or 2 only when n < 6 or n < 9
+  const TokenSplit ts = split_tokens(a.n_tokens);
   auto bs_at = [&](int64_t t) { return a.bs32 + t * a.n_sb * 8; };
   int64_t t = 0;
-  for (int64_t i = 0; i < n4; ++i, t += 4) {
+  for (int64_t i = 0; i < ts.n4; ++i, t += 4) {
     pf.next();
     q4_K_tile<kVnni, 2, 4>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask);
   }
-  for (int64_t i = 0; i < n3; ++i, t += 3) {
+  for (int64_t i = 0; i < ts.n3; ++i, t += 3) {
     pf.next();
     q4_K_tile<kVnni, 2, 3>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask);
   }
   pf.next();
   const auto* x = a.x + t * a.n_sb;
   float* y = y0 + t * a.ldy;
-  switch (rest) {
+  switch (ts.rest) {
     case 1:
       q4_K_tile<kVnni, 2, 1>(wg, 0, a.n_sb, x, bs_at(t), y, a.ldy, mask);
       break;
@@ -323,14 +305,12 @@ void q4_K_token_tiles(const Q4KBlock* wg, const GemmArgs& a, float* y0, const __
 template <bool kVnni>
 void gemm_q4_K_ymm(const GemmArgs& a) {
   const auto* w = static_cast<const Q4KBlock*>(a.w);
-  const int64_t tiles = (a.n_tokens + 3) / 4 + 1;  // at least the token tiles of q4_K_token_tiles
+  const int64_t tiles = split_tokens(a.n_tokens).tiles();
   for (int64_t g = a.g_begin; g < a.g_end; ++g) {
     const __m256i mask[2] = {half_mask(a, g, 0), half_mask(a, g, 1)};
     const Q4KBlock* wg = w + g * a.n_sb;
-    Prefetcher pf;
-    pf.p = reinterpret_cast<const char*>(wg + a.n_sb);
-    pf.bytes = g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Q4KBlock)) : 0;
-    pf.slice = (pf.bytes / tiles + 127) / 64 * 64;
+    Prefetcher pf(wg + a.n_sb, g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Q4KBlock)) : 0,
+                  tiles);
     q4_K_token_tiles<kVnni>(wg, a, a.y + g * kRows, mask, pf);
   }
 }
@@ -342,10 +322,8 @@ void gemm_q6_K_ymm(const GemmArgs& a) {
   const auto* w = static_cast<const Q6KBlock*>(a.w);
   const int64_t tiles = 2 * ((a.n_tokens + 3) / 4);
   for (int64_t g = a.g_begin; g < a.g_end; ++g) {
-    Prefetcher pf;
-    pf.p = reinterpret_cast<const char*>(w + (g + 1) * a.n_sb);
-    pf.bytes = g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Q6KBlock)) : 0;
-    pf.slice = (pf.bytes / std::max<int64_t>(1, tiles) + 127) / 64 * 64;
+    Prefetcher pf(w + (g + 1) * a.n_sb,
+                  g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Q6KBlock)) : 0, tiles);
     for (int h = 0; h < 2; ++h) {
       const __m256i mask = half_mask(a, g, h);
       if (_mm256_testz_si256(mask, mask)) continue;

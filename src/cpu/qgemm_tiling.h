@@ -1,0 +1,52 @@
+// Two pieces every SIMD GEMM driver shares (qgemm_avx512.cpp, qgemm_ymm.h): the L2 prefetch of the
+// next weights spread over a group's token tiles, and the cut of the tokens into tiles. Included
+// only by those ISA files; everything sits in an anonymous namespace so that copies compiled with
+// different ISA flags never meet at link time.
+#pragma once
+
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace dllm::cpu::qgemm {
+namespace {
+
+/// Prefetches [p, p + bytes) into L2 in slices, one slice per next() (one per token tile): the next
+/// group's weights arrive while this group's tiles run. A group is read from memory once and then
+/// reused from L2 by every token tile; without this, its first tile waits on DRAM.
+struct Prefetcher {
+  const char* p = nullptr;
+  int64_t bytes = 0, slice = 0;
+  /// Prefetch `bytes` from `from`, spread over `tiles` calls of next().
+  Prefetcher(const void* from, int64_t n_bytes, int64_t tiles)
+      : p(static_cast<const char*>(from)),
+        bytes(n_bytes),
+        slice((n_bytes / std::max<int64_t>(1, tiles) + 127) / 64 * 64) {}
+  void next() {
+    const int64_t n = std::min(slice, bytes);
+    for (int64_t o = 0; o < n; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+    p += n;
+    bytes -= n;
+  }
+};
+
+/// n tokens as n4 tiles of 4, then n3 tiles of 3, then one tile of `rest` (0-2) tokens: the remainder
+/// goes in 3-token tiles where the count allows (141 = 33 x 4 + 3 x 3), because a 1- or 2-token tile
+/// still unpacks every weight line and pays the per-chain costs for a quarter or half of the
+/// products. rest is nonzero only when n < 6 (rest 2) or n < 9 (rest 1).
+struct TokenSplit {
+  int64_t n4 = 0, n3 = 0, rest = 0;
+  int64_t tiles() const { return n4 + n3 + (rest > 0); }
+};
+inline TokenSplit split_tokens(int64_t n) {
+  const int64_t r = n % 4;
+  TokenSplit s;
+  s.n3 = r == 3 ? 1 : (r == 2 && n >= 6) ? 2 : (r == 1 && n >= 9) ? 3 : 0;
+  s.n4 = (n - 3 * s.n3) / 4;
+  s.rest = n - 4 * s.n4 - 3 * s.n3;
+  return s;
+}
+
+}  // namespace
+}  // namespace dllm::cpu::qgemm
