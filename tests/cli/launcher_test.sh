@@ -63,6 +63,15 @@ expect 2 "did you mean 'setup'" -- setpu
 expect 2 "did you mean 'inspect'" -- inspekt x.gguf
 expect 2 "usage: ./dllm" --  # no command: usage on stderr, exit 2 (as git)
 expect 0 "usage: ./dllm" -- --help
+# Asked-for help goes to stdout (so `./dllm --help | less` works); the no-command usage to stderr.
+if [[ "$("$SRC/dllm" --help 2>/dev/null)" != *"usage: ./dllm"* ]]; then
+  echo "FAIL: ./dllm --help -> usage not on stdout"
+  failures=$((failures + 1))
+fi
+if [[ -n "$("$SRC/dllm" 2>/dev/null)" ]]; then
+  echo "FAIL: ./dllm (no command) -> usage on stdout, expected stderr"
+  failures=$((failures + 1))
+fi
 expect 2 "--bogus" -- setup --bogus
 # help [COMMAND]: the launcher's own commands answer without the binary.
 expect 0 "usage: ./dllm setup" -- help setup
