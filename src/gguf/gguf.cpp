@@ -60,6 +60,12 @@ uint64_t min_value_bytes(ValueType t) {
   }
 }
 
+/// A truncated file is almost always an interrupted download or copy: say what to do about it.
+std::string with_hint(const std::string& what) {
+  if (what.rfind("truncated file", 0) != 0) return what;
+  return what + " (the file is incomplete, e.g. an interrupted download or copy: download or copy it again)";
+}
+
 std::string hex_bytes(const uint8_t* p, size_t n) {
   static const char* digits = "0123456789abcdef";
   std::string s;
@@ -87,7 +93,7 @@ class Cursor {
   uint64_t pos() const { return pos_; }
   uint64_t left() const { return size_ - pos_; }
 
-  [[noreturn]] void fail(const std::string& what) const { throw Error(path_ + ": " + what); }
+  [[noreturn]] void fail(const std::string& what) const { throw Error(path_ + ": " + with_hint(what)); }
 
   void need(uint64_t n, const std::string& what) const {
     if (n > left())
@@ -285,7 +291,7 @@ struct GgufFile::Impl {
     if (fd >= 0) close(fd);
   }
 
-  [[noreturn]] void fail(const std::string& what) const { throw Error(path + ": " + what); }
+  [[noreturn]] void fail(const std::string& what) const { throw Error(path + ": " + with_hint(what)); }
 
   void map_file() {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
