@@ -93,7 +93,9 @@ void add_compute_flags(CLI::App& sub, ComputeFlags& f) {
   sub.add_option("--isa", f.isa,
                  "CPU kernel path: scalar, avx2, avxvnni, avx512vnni (default: best this CPU runs)")
       ->check(CLI::IsMember({"auto", "scalar", "ref", "avx2", "avxvnni", "avx512vnni", "avx512"}));
-  sub.add_option("--device", f.device, "Where the model runs: cpu, gpu, or auto (a GPU when one is usable)")
+  sub.add_option("--device", f.device,
+                 "Where the model runs: cpu, gpu, or auto (a GPU when one is usable; the ./dllm launcher "
+                 "passes auto)")
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
       ->capture_default_str();
   sub.add_option("--gpu-gemm", f.gpu_gemm, "GPU matrix path: int8 (tensor cores) or cublas (f16 reference)")
