@@ -9,8 +9,12 @@ namespace dllm::diffusion {
 namespace {
 
 // Once per process: the sums are pure functions, so either path gives the caller the same answer
-// up to rounding (both within a few ulp of the exact sum).
-const bool kHaveAvx512 = __builtin_cpu_supports("avx512f");
+// up to rounding (both within a few ulp of the exact sum). Every feature row_sums_avx512.cpp is
+// compiled with (CMakeLists.txt's *_avx512.cpp flags) must be present, not just AVX-512F: the
+// compiler may use any of them there, and the byte masks need BW and VL.
+const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                         __builtin_cpu_supports("avx512vnni");
 
 }  // namespace
 

@@ -21,8 +21,9 @@ double sum_exp_shifted(const float* logits, const uint8_t* allowed, size_t n, do
 float max_allowed_scalar(const float* logits, const uint8_t* allowed, size_t n);
 double sum_exp_shifted_scalar(const float* logits, const uint8_t* allowed, size_t n, double m);
 
-/// AVX-512F (8 f64 / 16 f32 lanes; row_sums_avx512.cpp). exp as Cody-Waite reduction plus a degree-13
-/// Taylor polynomial: within 2 ulp of std::exp. Call only when the CPU has AVX-512F.
+/// AVX-512 (8 f64 / 16 f32 lanes; row_sums_avx512.cpp). exp as Cody-Waite reduction plus a degree-13
+/// Taylor polynomial: within 4 ulp of std::exp (row_sums_test checks that bound). Call only when the
+/// CPU has every AVX-512 feature that file is compiled with (F, BW, VL, DQ, VNNI).
 float max_allowed_avx512(const float* logits, const uint8_t* allowed, size_t n);
 double sum_exp_shifted_avx512(const float* logits, const uint8_t* allowed, size_t n, double m);
 

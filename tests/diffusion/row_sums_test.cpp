@@ -17,7 +17,9 @@ using namespace dllm::diffusion;
 namespace {
 
 bool have_avx512() {
-  return __builtin_cpu_supports("avx512f");
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vnni");
 }
 
 struct Row {
