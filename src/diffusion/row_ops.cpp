@@ -20,6 +20,8 @@ RowChoice llada_row(std::span<const float> logits, std::span<const uint8_t> allo
                     Rng* gumbel) {
   const size_t n = logits.size();
   RowChoice out;
+  // The largest allowed logit: the greedy argmax's value and the softmax's shift (one pass for both).
+  const float top = max_allowed(logits.data(), allowed.data(), n);
   // x0: argmax of the (noised) logits; strict > keeps the lowest id on ties, as torch.argmax.
   double best = kNegInf;
   if (temperature > 0.0) {
@@ -35,7 +37,6 @@ RowChoice llada_row(std::span<const float> logits, std::span<const uint8_t> allo
     }
   } else {
     // The first allowed id holding the largest allowed logit: torch.argmax's lowest id on ties.
-    const float top = max_allowed(logits.data(), allowed.data(), n);
     for (size_t i = 0; i < n && std::isfinite(top); ++i) {
       if (allowed[i] && logits[i] == top) {
         out.token = static_cast<int32_t>(i);
@@ -54,7 +55,7 @@ RowChoice llada_row(std::span<const float> logits, std::span<const uint8_t> allo
   }
   if (out.token < 0) return out;  // no allowed id: check_params rules this out
   // Confidence: noise-free softmax over the allowed ids, f64.
-  const double m = max_allowed(logits.data(), allowed.data(), n);
+  const double m = top;
   const double z = std::isfinite(m) ? sum_exp_shifted(logits.data(), allowed.data(), n, m) : kNaN;
   out.confidence = std::exp(static_cast<double>(logits[out.token]) - m) / z;
   return out;
