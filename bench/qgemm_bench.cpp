@@ -276,7 +276,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     command += (i ? " " : "") + std::string(argv[i]);
     if (std::strncmp(argv[i], "--benchmark_out=", 16) == 0) has_out = true;
-    if (std::strncmp(argv[i], "--benchmark_list_tests", 22) == 0) listing = true;
+    const std::string arg = argv[i];
+    if (arg == "--benchmark_list_tests" || arg == "--benchmark_list_tests=true" ||
+        arg == "--benchmark_list_tests=1") {
+      listing = true;
+    }
   }
 
   // Peaks first, on the calling thread (pin it with taskset for a clean figure).
