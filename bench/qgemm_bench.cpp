@@ -311,6 +311,7 @@ int main(int argc, char** argv) {
 
   const Shape shapes[] = {
       {"4096x4096_Q4_K", GgmlType::Q4_K, 4096, 4096},      // attn_q, attn_k, attn_v, attn_output
+      {"4096x4096_Q6_K", GgmlType::Q6_K, 4096, 4096},      // attn_v in the Q6_K layers
       {"12288x4096_Q4_K", GgmlType::Q4_K, 12288, 4096},    // ffn_gate, ffn_up
       {"4096x12288_Q4_K", GgmlType::Q4_K, 4096, 12288},    // ffn_down
       {"4096x12288_Q6_K", GgmlType::Q6_K, 4096, 12288},    // ffn_down in the Q6_K layers
