@@ -67,6 +67,11 @@ int physical_core_count() {
 
 namespace {
 
+/// Floats of padding after each row of q, k and v: with rows of 4096 floats (16 KB) every key's
+/// slice of a head falls in the same L1 sets, so attention's walks down K and V evicted themselves;
+/// one line of padding spreads them over the sets.
+constexpr int64_t kRowPad = 16;
+
 /// Rows per matmul work item: a multiple of the kernel's granularity, about 64 items per matrix, and
 /// a function of the matrix alone (so the split, and hence every output, is the same for any thread
 /// count).
@@ -250,9 +255,9 @@ struct CpuForward::Impl {
     const auto n_kv = static_cast<size_t>(c.n_head_kv * c.head_dim);
     x.resize(L * c.n_embd);
     xn.resize(L * c.n_embd);
-    q.resize(L * n_q);
-    k.resize(L * n_kv);
-    v.resize(L * n_kv);
+    q.resize(L * (n_q + kRowPad));
+    k.resize(L * (n_kv + kRowPad));
+    v.resize(L * (n_kv + kRowPad));
     att.resize(L * n_q);
     proj.resize(L * c.n_embd);
     gate.resize(L * c.n_ff);
@@ -431,6 +436,7 @@ struct CpuForward::Impl {
            std::span<const int32_t> rows, float* logits, KvCache* cache, bool refresh) {
     const int64_t d = c.n_embd, hd = c.head_dim;
     const int64_t n_q = c.n_head * hd, n_kv = c.n_head_kv * hd;
+    const int64_t q_ld = n_q + kRowPad, kv_ld = n_kv + kRowPad;  // row strides of q, k, v
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const int64_t m = we - wb;        // positions computed per sequence
     const int64_t n_act = n_seq * m;  // activation rows
@@ -455,9 +461,9 @@ struct CpuForward::Impl {
       const Activations a_in = norm_rows(lw.attn_norm.data(), n_act, il > 0);
       {
         const PS ps(prof, Phase::kGemmQkv);
-        matmul(std::array<MatmulJob, 3>{MatmulJob{lm.q.get(), &a_in, q.data(), n_q},
-                                        MatmulJob{lm.k.get(), &a_in, k.data(), n_kv},
-                                        MatmulJob{lm.v.get(), &a_in, v.data(), n_kv}});
+        matmul(std::array<MatmulJob, 3>{MatmulJob{lm.q.get(), &a_in, q.data(), q_ld},
+                                        MatmulJob{lm.k.get(), &a_in, k.data(), kv_ld},
+                                        MatmulJob{lm.v.get(), &a_in, v.data(), kv_ld}});
       }
       const bool bias = !lw.attn_q_bias.empty();
       {
@@ -465,12 +471,12 @@ struct CpuForward::Impl {
 #pragma omp parallel for schedule(static) num_threads(n_threads)
         for (int64_t r = 0; r < n_act; ++r) {
           const int64_t pos = wb + r % m;
-          float* qt = &q[r * n_q];
-          float* kt = &k[r * n_kv];
+          float* qt = &q[r * q_ld];
+          float* kt = &k[r * kv_ld];
           if (bias) {
             add_inplace(qt, lw.attn_q_bias.data(), n_q);
             add_inplace(kt, lw.attn_k_bias.data(), n_kv);
-            add_inplace(&v[r * n_kv], lw.attn_v_bias.data(), n_kv);
+            add_inplace(&v[r * kv_ld], lw.attn_v_bias.data(), n_kv);
           }
           rope(qt, c.n_head, hd, rope_table.cos(pos), rope_table.sin(pos), c.rope_mode);
           rope(kt, c.n_head_kv, hd, rope_table.cos(pos), rope_table.sin(pos), c.rope_mode);
@@ -482,8 +488,10 @@ struct CpuForward::Impl {
         const PS ps(prof, Phase::kKvCache);
         float* ck = cache->k.data() + il * layer_kv + wb * n_kv;
         float* cv = cache->v.data() + il * layer_kv + wb * n_kv;
-        std::copy(k.begin(), k.begin() + m * n_kv, ck);
-        std::copy(v.begin(), v.begin() + m * n_kv, cv);
+        for (int64_t r = 0; r < m; ++r) {
+          std::copy_n(&k[r * kv_ld], n_kv, ck + r * n_kv);
+          std::copy_n(&v[r * kv_ld], n_kv, cv + r * n_kv);
+        }
       }
       {
         const PS ps(prof, Phase::kAttention);
@@ -492,15 +500,15 @@ struct CpuForward::Impl {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
         for (int64_t item = 0; item < n_seq * c.n_head; ++item) {
           const int64_t s = item / c.n_head, h = item % c.n_head, kvh = h / group;
-          const float* ks = cached_step ? cache->k.data() + il * layer_kv : &k[s * m * n_kv];
-          const float* vs = cached_step ? cache->v.data() + il * layer_kv : &v[s * m * n_kv];
+          const float* ks = cached_step ? cache->k.data() + il * layer_kv : &k[s * m * kv_ld];
+          const float* vs = cached_step ? cache->v.data() + il * layer_kv : &v[s * m * kv_ld];
           AttentionHead a;
-          a.q = &q[s * m * n_q + h * hd];
-          a.q_stride = n_q;
+          a.q = &q[s * m * q_ld + h * hd];
+          a.q_stride = q_ld;
           a.n_q = m;
           a.k = ks + kvh * hd;
           a.v = vs + kvh * hd;
-          a.kv_stride = n_kv;
+          a.kv_stride = cached_step ? n_kv : kv_ld;
           a.n_kv = n;
           a.head_dim = hd;
           a.scale = scale;
