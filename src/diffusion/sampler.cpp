@@ -112,6 +112,16 @@ class Run {
 
   GenerateResult go() {
     result_.steps_planned = planned_steps();
+    // The first step asks for the most logits rows (every masked position of the first block, or of
+    // the whole answer for Dream); sizing the buffers here keeps their allocation and first touch
+    // (tens of MB, up to ~0.2 s on a VM) out of that step's time, as llama.cpp allocates its output
+    // buffer with the context.
+    const int64_t first_rows =
+        p_.schedule == Schedule::kLlada ? std::min(p_.block_length, p_.max_tokens) : p_.max_tokens;
+    const size_t first_need =
+        static_cast<size_t>(std::max<int64_t>(first_rows, 0)) * static_cast<size_t>(n_vocab_);
+    logits_.resize(first_need);
+    if (p_.cfg_scale > 0) pair_.resize(2 * first_need);
     if (p_.schedule == Schedule::kLlada)
       run_llada();
     else
