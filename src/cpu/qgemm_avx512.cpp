@@ -65,13 +65,15 @@ inline __m512 load_f16x16(const uint16_t* p) {
 
 template <int NG, int NT>
 void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs32, float* y,
-               int64_t ldy, const __mmask16* mask) {
+               int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
+  const int64_t pf_per = pf.per_step(n_sb);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512 acc[NT][NG];
   for (int t = 0; t < NT; ++t) {
     for (int g = 0; g < NG; ++g) acc[t][g] = _mm512_setzero_ps();
   }
   for (int64_t sb = 0; sb < n_sb; ++sb) {
+    pf.step(sb, pf_per);
     const Q4KBlock* b[NG];
     for (int g = 0; g < NG; ++g) b[g] = w + g * n_sb + sb;
     __m512i sacc[NT][NG];
@@ -147,7 +149,8 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
 
 template <int NG, int NT>
 void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* /*bs32*/, float* y,
-               int64_t ldy, const __mmask16* mask) {
+               int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
+  const int64_t pf_per = pf.per_step(n_sb);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m30 = _mm512_set1_epi8(0x30);
   __m512 acc[NT][NG];
@@ -155,6 +158,7 @@ void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
     for (int g = 0; g < NG; ++g) acc[t][g] = _mm512_setzero_ps();
   }
   for (int64_t sb = 0; sb < n_sb; ++sb) {
+    pf.step(sb, pf_per);
     const Q6KBlock* b[NG];
     for (int g = 0; g < NG; ++g) b[g] = w + g * n_sb + sb;
     __m512i sacc[NT][NG];
@@ -231,7 +235,8 @@ void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
 
 template <int NG, int NT>
 void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
-                int64_t ldy, const __mmask16* mask) {
+                int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
+  const int64_t pf_per = pf.per_step(n_sb);
   // aux: the activations + 128 as unsigned bytes (GemmArgs::xu8) of these NT tokens. The products
   // (x + 128)(q - 32) need no zero-point term per token: the +128 part is the per-row constant corr.
   const auto* xu = static_cast<const uint8_t*>(aux);
@@ -240,6 +245,7 @@ void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, co
     for (int g = 0; g < NG; ++g) acc[t][g] = _mm512_setzero_ps();
   }
   for (int64_t sb = 0; sb < n_sb; ++sb) {
+    pf.step(sb, pf_per);
     const Q6K8Block* b[NG];
     for (int g = 0; g < NG; ++g) b[g] = w + g * n_sb + sb;
     __m512i sacc[NT][NG];
@@ -301,8 +307,8 @@ struct Tile<Q4KBlock> {
   static const void* aux(const GemmArgs& a, int64_t t) { return a.bs32 + t * a.n_sb * 8; }
   template <int NG, int NT>
   static void run(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
-                  int64_t ldy, const __mmask16* mask) {
-    q4_K_tile<NG, NT>(w, n_sb, x, static_cast<const int16_t*>(aux), y, ldy, mask);
+                  int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
+    q4_K_tile<NG, NT>(w, n_sb, x, static_cast<const int16_t*>(aux), y, ldy, mask, pf);
   }
 };
 template <>
@@ -310,8 +316,8 @@ struct Tile<Q6KBlock> {
   static const void* aux(const GemmArgs&, int64_t) { return nullptr; }
   template <int NG, int NT>
   static void run(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const void*, float* y,
-                  int64_t ldy, const __mmask16* mask) {
-    q6_K_tile<NG, NT>(w, n_sb, x, nullptr, y, ldy, mask);
+                  int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
+    q6_K_tile<NG, NT>(w, n_sb, x, nullptr, y, ldy, mask, pf);
   }
 };
 
@@ -320,8 +326,8 @@ struct Tile<Q6K8Block> {
   static const void* aux(const GemmArgs& a, int64_t t) { return a.xu8 + t * a.n_sb * quant::kQK_K; }
   template <int NG, int NT>
   static void run(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
-                  int64_t ldy, const __mmask16* mask) {
-    q6_K8_tile<NG, NT>(w, n_sb, x, aux, y, ldy, mask);
+                  int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
+    q6_K8_tile<NG, NT>(w, n_sb, x, aux, y, ldy, mask, pf);
   }
 };
 
@@ -334,22 +340,21 @@ void token_tiles(const Block* wg, const GemmArgs& a, float* yg, const __mmask16*
   Prefetcher pf(next, next_groups * a.n_sb * int64_t(sizeof(Block)), ts.tiles());
   int64_t t = 0;
   for (int64_t i = 0; i < ts.n4; ++i, t += 4) {
-    pf.next();
-    Tile<Block>::template run<NG, 4>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask);
+    Tile<Block>::template run<NG, 4>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask,
+                                     pf.take());
   }
   for (int64_t i = 0; i < ts.n3; ++i, t += 3) {
-    pf.next();
-    Tile<Block>::template run<NG, 3>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask);
+    Tile<Block>::template run<NG, 3>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask,
+                                     pf.take());
   }
-  pf.next();
   const auto* x = a.x + t * a.n_sb;
   float* y = yg + t * a.ldy;
   switch (ts.rest) {
     case 1:
-      Tile<Block>::template run<NG, 1>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask);
+      Tile<Block>::template run<NG, 1>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask, pf.take());
       break;
     case 2:
-      Tile<Block>::template run<NG, 2>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask);
+      Tile<Block>::template run<NG, 2>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask, pf.take());
       break;
     default:
       break;

@@ -24,10 +24,29 @@ struct Prefetcher {
         bytes(n_bytes),
         slice((n_bytes / std::max<int64_t>(1, tiles) + 127) / 64 * 64) {}
   void next() {
+    const Span s = take();
+    for (int64_t o = 0; o < s.lines * 64; o += 64) _mm_prefetch(s.p + o, _MM_HINT_T1);
+  }
+  /// The lines next() would prefetch, for a kernel that spreads them through its own loop instead
+  /// (a burst of ~30 prefetches of DRAM lines stalls on the miss queue: ~1.5% of the AVX-512 GEMM's
+  /// samples sat on that loop).
+  struct Span {
+    const char* p = nullptr;
+    int64_t lines = 0;
+    /// Prefetches this span's share for step i of n (lines i * per .. (i + 1) * per).
+    void step(int64_t i, int64_t per) const {
+      const int64_t end = std::min(lines, (i + 1) * per);
+      for (int64_t l = i * per; l < end; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T1);
+    }
+    /// Lines per step when spread over n steps.
+    int64_t per_step(int64_t n) const { return (lines + n - 1) / std::max<int64_t>(1, n); }
+  };
+  Span take() {
     const int64_t n = std::min(slice, bytes);
-    for (int64_t o = 0; o < n; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+    const Span s{p, (n + 63) / 64};
     p += n;
     bytes -= n;
+    return s;
   }
 };
 
