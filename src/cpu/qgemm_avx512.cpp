@@ -21,9 +21,9 @@
 // them before the scale, as Q6K8 does with its two sub-blocks.
 //
 // Each group pair is read from memory once and then reused from L2 by every token tile; the driver
-// prefetches the next pair's weights a slice per tile so the first tile does not wait on DRAM (past
-// the work item's own rows too: the forward pass hands items out guided, so the next pair is
-// usually this thread's next item).
+// prefetches the next pair's weights, a slice per tile issued a few lines per super-block, so the
+// first tile does not wait on DRAM (past the work item's own rows too: the forward pass hands items
+// out guided, so the next pair is usually this thread's next item).
 #include <immintrin.h>
 // GCC 12 reports its own _mm512_undefined_*() placeholders in avx512fintrin.h as "may be used
 // uninitialized" once these inline into the tiles (a known false positive); nothing here is.

@@ -66,13 +66,15 @@ inline __m256i half_mask(const GemmArgs& a, int64_t g, int h) {
 // n_sb blocks apart), bs32 the matching activation sums of 32; y points at row 8 h0 of the group.
 template <bool kVnni, int NH, int NT>
 void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs32,
-               float* y, int64_t ldy, const __m256i* mask) {
+               float* y, int64_t ldy, const __m256i* mask, Prefetcher::Span pf) {
+  const int64_t pf_per = pf.per_step(n_sb);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NT][NH];
   for (int t = 0; t < NT; ++t) {
     for (int h = 0; h < NH; ++h) acc[t][h] = _mm256_setzero_ps();
   }
   for (int64_t sb = 0; sb < n_sb; ++sb) {
+    pf.step(sb, pf_per);
     const Q4KBlock& b = w[sb];
     __m256i sacc[NT][NH];
     for (int t = 0; t < NT; ++t) {
@@ -168,7 +170,8 @@ void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
 // Q6_K: as q4_K_tile without bs32 (the -32 of q enters through the activation bsums).
 template <bool kVnni, int NH, int NT>
 void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K* x, float* y, int64_t ldy,
-               const __m256i* mask) {
+               const __m256i* mask, Prefetcher::Span pf) {
+  const int64_t pf_per = pf.per_step(n_sb);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m30 = _mm256_set1_epi8(0x30);
   __m256 acc[NT][NH];
@@ -176,6 +179,7 @@ void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
     for (int h = 0; h < NH; ++h) acc[t][h] = _mm256_setzero_ps();
   }
   for (int64_t sb = 0; sb < n_sb; ++sb) {
+    pf.step(sb, pf_per);
     const Q6KBlock& b = w[sb];
     __m256i sacc[NT][NH];
     for (int t = 0; t < NT; ++t) {
@@ -278,24 +282,23 @@ void q4_K_token_tiles(const Q4KBlock* wg, const GemmArgs& a, float* y0, const __
   auto bs_at = [&](int64_t t) { return a.bs32 + t * a.n_sb * 8; };
   int64_t t = 0;
   for (int64_t i = 0; i < ts.n4; ++i, t += 4) {
-    pf.next();
-    q4_K_tile<kVnni, 2, 4>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask);
+    q4_K_tile<kVnni, 2, 4>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask, pf.take());
   }
   for (int64_t i = 0; i < ts.n3; ++i, t += 3) {
-    pf.next();
-    q4_K_tile<kVnni, 2, 3>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask);
+    q4_K_tile<kVnni, 2, 3>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask, pf.take());
   }
-  pf.next();
+  const Prefetcher::Span rest_pf = pf.take();
   const auto* x = a.x + t * a.n_sb;
   float* y = y0 + t * a.ldy;
   switch (ts.rest) {
     case 1:
-      q4_K_tile<kVnni, 2, 1>(wg, 0, a.n_sb, x, bs_at(t), y, a.ldy, mask);
+      q4_K_tile<kVnni, 2, 1>(wg, 0, a.n_sb, x, bs_at(t), y, a.ldy, mask, rest_pf);
       break;
     case 2:
-      q4_K_tile<kVnni, 2, 2>(wg, 0, a.n_sb, x, bs_at(t), y, a.ldy, mask);
+      q4_K_tile<kVnni, 2, 2>(wg, 0, a.n_sb, x, bs_at(t), y, a.ldy, mask, rest_pf);
       break;
     default:
+      rest_pf.step(0, rest_pf.lines);
       break;
   }
 }
@@ -331,22 +334,22 @@ void gemm_q6_K_ymm(const GemmArgs& a) {
       float* yg = a.y + g * kRows + 8 * h;
       int64_t t = 0;
       for (; t + 4 <= a.n_tokens; t += 4) {
-        pf.next();
-        q6_K_tile<kVnni, 1, 4>(wg, h, a.n_sb, a.x + t * a.n_sb, yg + t * a.ldy, a.ldy, &mask);
+        q6_K_tile<kVnni, 1, 4>(wg, h, a.n_sb, a.x + t * a.n_sb, yg + t * a.ldy, a.ldy, &mask, pf.take());
       }
       const auto* x = a.x + t * a.n_sb;
-      pf.next();
+      const Prefetcher::Span rest_pf = pf.take();
       switch (a.n_tokens - t) {
         case 1:
-          q6_K_tile<kVnni, 1, 1>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask);
+          q6_K_tile<kVnni, 1, 1>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask, rest_pf);
           break;
         case 2:
-          q6_K_tile<kVnni, 1, 2>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask);
+          q6_K_tile<kVnni, 1, 2>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask, rest_pf);
           break;
         case 3:
-          q6_K_tile<kVnni, 1, 3>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask);
+          q6_K_tile<kVnni, 1, 3>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask, rest_pf);
           break;
         default:
+          rest_pf.step(0, rest_pf.lines);
           break;
       }
     }
