@@ -112,14 +112,10 @@ class Run {
 
   GenerateResult go() {
     result_.steps_planned = planned_steps();
-    // The first step asks for the most logits rows (every masked position of the first block, or of
-    // the whole answer for Dream); sizing the buffers here keeps their allocation and first touch
-    // (tens of MB, up to ~0.2 s on a VM) out of that step's time, as llama.cpp allocates its output
-    // buffer with the context.
-    const int64_t first_rows =
-        p_.schedule == Schedule::kLlada ? std::min(p_.block_length, p_.max_tokens) : p_.max_tokens;
-    const size_t first_need =
-        static_cast<size_t>(std::max<int64_t>(first_rows, 0)) * static_cast<size_t>(n_vocab_);
+    // Sizing the logits buffers for the first step here keeps their allocation and first touch (tens
+    // of MB, up to ~0.2 s on a VM) out of that step's time, as llama.cpp allocates its output buffer
+    // with the context.
+    const size_t first_need = static_cast<size_t>(first_step_rows()) * static_cast<size_t>(n_vocab_);
     logits_.resize(first_need);
     if (p_.cfg_scale > 0) pair_.resize(2 * first_need);
     if (p_.schedule == Schedule::kLlada)
@@ -151,6 +147,18 @@ class Run {
     if (p_.alg == DreamAlg::kOrigin) return p_.steps;  // random: an upper bound
     const auto counts = dream_counts(p_.max_tokens, p_.steps, p_.eps);
     return std::count_if(counts.begin(), counts.end(), [](int64_t k) { return k > 0; });
+  }
+
+  /// Logits rows of the first step, the most any step asks for: every masked position of the first
+  /// block (LLaDA; Dream with a threshold) or of the whole answer (Dream). 0 for Dream's origin
+  /// algorithm, whose steps reveal a random subset (about 1 / steps of it at first): its buffer grows
+  /// on demand rather than being sized for the whole answer.
+  int64_t first_step_rows() const {
+    const int64_t bl = p_.block_length > 0 ? std::min(p_.block_length, p_.max_tokens) : p_.max_tokens;
+    if (p_.schedule == Schedule::kLlada) return std::max<int64_t>(bl, 0);
+    if (p_.threshold) return std::max<int64_t>(bl, 0);
+    if (p_.alg == DreamAlg::kOrigin) return 0;
+    return std::max<int64_t>(p_.max_tokens, 0);
   }
 
   bool is_mask(int64_t pos) const { return canvas_[pos] == p_.mask_id; }
