@@ -19,7 +19,7 @@ struct BackendOptions {
   std::string device = "cpu";  ///< --device: cpu, gpu, or auto (a GPU of compute capability >= 8.0, else cpu)
   std::string gpu_gemm = "int8";  ///< --gpu-gemm: int8 or cublas
   int threads = 0;                ///< --threads (CPU): 0 = physical cores
-  std::string isa;                ///< --isa (CPU): "" = best supported ($DLLM_CPU_ISA overrides)
+  std::string isa;                ///< --isa (CPU): "" = $DLLM_CPU_ISA if set, else the best supported
   int64_t max_tokens = 0;         ///< longest canvas (prompt + max tokens)
   int max_batch = 1;              ///< canvases per forward (2 for classifier-free guidance; CPU only)
 };

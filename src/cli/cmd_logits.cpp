@@ -87,6 +87,11 @@ int run_logits(const LogitsOptions& o) {
   const std::string path = resolve_model(o.model.model, offline_requested(o.model));
   Stopwatch load_watch;
   LoadedModel m = load_model(path);
+  const int64_t n_ctx = m.model->config().n_ctx_train;
+  if (n_ctx > 0 && n > n_ctx) {
+    throw UsageError(std::to_string(n) + " tokens given, longer than the model's context of " +
+                     std::to_string(n_ctx) + " tokens: pass at most " + std::to_string(n_ctx));
+  }
   const int64_t n_vocab_embd = m.model->n_vocab_embd();
   for (int64_t i = 0; i < n; ++i) {
     if (tokens[i] < 0 || tokens[i] >= n_vocab_embd) {
@@ -109,21 +114,25 @@ int run_logits(const LogitsOptions& o) {
   backend->forward(tokens, rows, logits.data());
   const double forward_ms = fwd_watch.elapsed_ms();
 
-  // Write to a temporary name and rename, so a failed write never leaves a plausible-looking file.
-  const std::string tmp = o.out + ".tmp";
+  // A regular file (or a new name) is written under a temporary name and renamed, so a failed write
+  // never leaves a plausible-looking file. Anything else that exists (a device such as /dev/null, a
+  // pipe, a symlink) is written in place: renaming over it would replace it with a regular file.
+  struct stat lst {};
+  const bool in_place = ::lstat(o.out.c_str(), &lst) == 0 && !S_ISREG(lst.st_mode);
+  const std::string dest = in_place ? o.out : o.out + ".tmp";
   {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error("cannot write logits file " + tmp + " (" + std::strerror(errno) + ")");
+    std::ofstream f(dest, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error("cannot write logits file " + dest + " (" + std::strerror(errno) + ")");
     f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
     f.close();
     if (!f) {
-      std::remove(tmp.c_str());
+      if (!in_place) std::remove(dest.c_str());
       throw Error("cannot write logits file: " + o.out + " (disk full?)");
     }
   }
-  if (std::rename(tmp.c_str(), o.out.c_str()) != 0) {
+  if (!in_place && std::rename(dest.c_str(), o.out.c_str()) != 0) {
     const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
+    std::remove(dest.c_str());
     throw Error("cannot write logits file " + o.out + " (" + why + ")");
   }
   if (o.verbose) {

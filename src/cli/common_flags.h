@@ -15,7 +15,7 @@ struct ModelFlags {
 
 struct ComputeFlags {
   int threads = 0;                ///< --threads/-t: 0 = physical cores
-  std::string isa;                ///< --isa: "" = best for this CPU ($DLLM_CPU_ISA overrides)
+  std::string isa;                ///< --isa: "" = $DLLM_CPU_ISA if set, else the best for this CPU
   std::string device = "cpu";     ///< --device: cpu | gpu | auto
   std::string gpu_gemm = "int8";  ///< --gpu-gemm: int8 | cublas
 };

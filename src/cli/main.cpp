@@ -5,6 +5,7 @@
 // (prefer_passive_openmp_wait).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -150,7 +151,17 @@ void prefer_passive_openmp_wait(int argc, char** argv) {
 int main(int argc, char** argv) {
   dllm::cli::prefer_passive_openmp_wait(argc, argv);
   try {
-    return dllm::cli::run_cli(argc, argv);
+    const int rc = dllm::cli::run_cli(argc, argv);
+    // The answer is the point of the run: a full disk or a closed file behind stdout must not end
+    // in exit 0 with nothing written.
+    std::cout.flush();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout) {
+      const int err = errno;
+      std::fprintf(stderr, "ERROR: cannot write to standard output (%s): check where it is redirected\n",
+                   err != 0 ? std::strerror(err) : "write error");
+      return dllm::kExitFailure;
+    }
+    return rc;
   } catch (const dllm::Error& e) {
     dllm::cli::print_error(e.what());
     return e.exit_code();

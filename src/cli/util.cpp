@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -95,7 +97,21 @@ std::vector<int32_t> parse_ids(std::string_view text, std::string_view what) {
     auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
     if (ec != std::errc() || ptr != word.data() + word.size() || v < std::numeric_limits<int32_t>::min() ||
         v > std::numeric_limits<int32_t>::max()) {
-      throw UsageError(std::string(what) + ": '" + std::string(word) +
+      // Quoted printable and short: a binary file's bytes must not reach the terminal (or end the
+      // message at a NUL).
+      std::string shown;
+      for (const char ch : word.substr(0, 24)) {
+        const auto u = static_cast<unsigned char>(ch);
+        if (u >= 0x20 && u < 0x7f) {
+          shown += ch;
+        } else {
+          char hex[5];
+          std::snprintf(hex, sizeof hex, "\\x%02x", u);
+          shown += hex;
+        }
+      }
+      if (word.size() > 24) shown += "...";
+      throw UsageError(std::string(what) + ": '" + shown +
                        "' is not a token id (expected integers separated by spaces or commas)");
     }
     ids.push_back(static_cast<int32_t>(v));
@@ -106,10 +122,20 @@ std::vector<int32_t> parse_ids(std::string_view text, std::string_view what) {
 
 std::vector<int32_t> read_ids_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot read token file: " + path);
+  if (!f) {
+    throw Error("cannot read token file " + path + " (" + std::strerror(errno) +
+                "): check the path given to --tokens-file");
+  }
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   const bool binary = path.size() >= 4 && path.compare(path.size() - 4, 4, ".i32") == 0;
-  if (!binary) return parse_ids(bytes, path);
+  if (!binary) {
+    try {
+      return parse_ids(bytes, path);
+    } catch (const UsageError& e) {
+      // The flags were fine; the file's content is what is wrong (exit 1, as for other bad files).
+      throw Error(std::string(e.what()) + "; a binary file of int32 ids must end in .i32");
+    }
+  }
   if (bytes.size() % 4 != 0) {
     throw Error("token file " + path + " has " + std::to_string(bytes.size()) +
                 " bytes, not a multiple of 4 (.i32 files hold int32 little-endian ids)");

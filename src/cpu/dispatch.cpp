@@ -142,7 +142,15 @@ Isa choose_isa(std::string_view requested) {
     name = env;
     source = "DLLM_CPU_ISA=";
   }
-  const Isa isa = parse_isa(name);
+  Isa isa = Isa::kScalar;
+  try {
+    isa = parse_isa(name);
+  } catch (const UsageError& e) {
+    if (source == "--isa") throw;
+    // Name the variable: the user may not remember setting it.
+    throw UsageError("environment variable DLLM_CPU_ISA: " + std::string(e.what()) +
+                     " (or unset it to pick the best path)");
+  }
   const std::string missing = missing_features(isa);
   if (!missing.empty()) {
     std::string msg = source;

@@ -432,6 +432,89 @@ TEST(CliErrors, LogitsOutThatCannotBeWritten) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+TEST(CliErrors, LogitsOutThatIsNotARegularFileIsWrittenInPlace) {
+  // A symlink keeps pointing at its target, which receives the logits; a device stays a device (the
+  // temporary-file-and-rename of a regular --out would have replaced either with a regular file).
+  TempDir dir;
+  const auto target = dir.path() / "target.f32";
+  const auto link = dir.path() / "link.f32";
+  { std::ofstream(target) << "old"; }
+  std::filesystem::create_symlink(target, link);
+  const auto plain = dir.path() / "plain.f32";
+  RunResult r = run_dllm(
+      {"logits", "--model", llada_path(), "--tokens", "1 2", "--rows", "1", "--out", plain.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_dllm({"logits", "--model", llada_path(), "--tokens", "1 2", "--rows", "1", "--out", link.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(read_file(target), read_file(plain));
+  r = run_dllm({"logits", "--model", llada_path(), "--tokens", "1 2", "--out", "/dev/null"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+}
+
+TEST(CliErrors, StdoutThatCannotBeWritten) {
+  // The answer must not vanish with exit 0: /dev/full fails every write (ENOSPC).
+  if (!std::filesystem::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"tokenize", "--model", llada_path(), "--prompt", "Hi"},
+        std::vector<std::string>{"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "8",
+                                 "--block-length", "8", "--steps", "8"}}) {
+    const RunResult r = run_dllm(args, {}, "/dev/full");
+    EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.err;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find("cannot write to standard output"), std::string::npos) << r.err;
+  }
+}
+
+TEST(CliErrors, LogitsLongerThanTheModelContext) {
+  const gguf::GgufFile f = gguf::GgufFile::open(llada_path());
+  const uint64_t n_ctx = f.get_u64("llada.context_length");
+  std::string tokens;
+  for (uint64_t i = 0; i <= n_ctx; ++i) tokens += "1 ";
+  TempDir dir;
+  const RunResult r = run_dllm({"logits", "--model", llada_path(), "--tokens", tokens, "--rows", "0", "--out",
+                                (dir.path() / "l.f32").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(n_ctx + 1) + " tokens given"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("context of " + std::to_string(n_ctx) + " tokens"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, TokenFileProblems) {
+  TempDir dir;
+  const std::string missing = (dir.path() / "nope.txt").string();
+  const std::string out = (dir.path() / "l.f32").string();
+  RunResult r = run_dllm({"logits", "--model", llada_path(), "--tokens-file", missing, "--out", out});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find(missing + " (No such file or directory)"), std::string::npos) << r.err;
+  // A binary file without the .i32 suffix: the message shows its first bytes escaped and short, and
+  // says what a binary ids file is called; a bad file is a failure (1), not a usage error.
+  const auto binary = dir.path() / "ids.bin";
+  {
+    std::ofstream o(binary, std::ios::binary);
+    const char bytes[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0, '\x7f', 1, 2, 3};
+    o.write(bytes, sizeof bytes);
+  }
+  r = run_dllm({"logits", "--model", llada_path(), "--tokens-file", binary.string(), "--out", out});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("'GGUF\\x03\\x00\\x00\\x00\\x7f\\x01\\x02\\x03'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(".i32"), std::string::npos) << r.err;
+  for (const char c : r.err.substr(0, r.err.size() - 1)) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << int(c);
+}
+
+TEST(CliErrors, BadIsaVariableIsNamed) {
+  const RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "8",
+                                "--block-length", "8", "--steps", "8"},
+                               {"DLLM_CPU_ISA=bogus"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("DLLM_CPU_ISA"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'bogus'"), std::string::npos) << r.err;
+}
+
 TEST(CliErrors, NoModelOrNoPrompt) {
   RunResult r = run_dllm({"run", "--prompt", "Hi"});
   EXPECT_EQ(r.exit_code, 2);

@@ -24,11 +24,13 @@ struct RunResult {
 };
 
 /// Runs `program` with `args` (argv[1..]); stdin is /dev/null. Extra environment entries ("K=V") are
-/// added to the current environment.
+/// added to the current environment. stdout goes to `stdout_to` when given (then RunResult::out
+/// stays empty), else it is captured.
 inline RunResult run_program(const std::string& program, const std::vector<std::string>& args,
-                             const std::vector<std::string>& extra_env = {}) {
+                             const std::vector<std::string>& extra_env = {},
+                             const std::string& stdout_to = "") {
   TempDir dir;
-  const std::string out_path = (dir / "stdout").string();
+  const std::string out_path = stdout_to.empty() ? (dir / "stdout").string() : stdout_to;
   const std::string err_path = (dir / "stderr").string();
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -58,7 +60,7 @@ inline RunResult run_program(const std::string& program, const std::vector<std::
   int status = 0;
   waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  const auto out = read_file(out_path);
+  const auto out = stdout_to.empty() ? read_file(out_path) : std::vector<char>{};
   const auto err = read_file(err_path);
   r.out.assign(out.begin(), out.end());
   r.err.assign(err.begin(), err.end());
@@ -67,8 +69,8 @@ inline RunResult run_program(const std::string& program, const std::vector<std::
 
 /// Runs build/bin/dllm.
 inline RunResult run_dllm(const std::vector<std::string>& args,
-                          const std::vector<std::string>& extra_env = {}) {
-  return run_program(DLLM_BINARY, args, extra_env);
+                          const std::vector<std::string>& extra_env = {}, const std::string& stdout_to = "") {
+  return run_program(DLLM_BINARY, args, extra_env, stdout_to);
 }
 
 /// True when `err` is exactly one line "ERROR: <message>\n" (what every failure must print).
