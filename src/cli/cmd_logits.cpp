@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "base/error.h"
@@ -115,11 +116,22 @@ int run_logits(const LogitsOptions& o) {
   const double forward_ms = fwd_watch.elapsed_ms();
 
   // A regular file (or a new name) is written under a temporary name and renamed, so a failed write
-  // never leaves a plausible-looking file. Anything else that exists (a device such as /dev/null, a
-  // pipe, a symlink) is written in place: renaming over it would replace it with a regular file.
-  struct stat lst {};
-  const bool in_place = ::lstat(o.out.c_str(), &lst) == 0 && !S_ISREG(lst.st_mode);
-  const std::string dest = in_place ? o.out : o.out + ".tmp";
+  // never leaves a plausible-looking file; a symlink is followed first (also a dangling one), so the
+  // rename replaces its target, not the link. Anything else that exists (a device such as /dev/null,
+  // a pipe) is written in place: renaming over it would replace it with a regular file.
+  std::filesystem::path resolved = o.out;
+  for (int hops = 0; hops < 40; ++hops) {  // 40: the kernel's own limit on symlink chains
+    struct stat lst {};
+    if (::lstat(resolved.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) break;
+    std::error_code ec;
+    const std::filesystem::path next = std::filesystem::read_symlink(resolved, ec);
+    if (ec) throw Error("cannot follow the symlink --out " + o.out + " (" + ec.message() + ")");
+    resolved = next.is_absolute() ? next : resolved.parent_path() / next;
+  }
+  const std::string target = resolved.string();
+  struct stat st {};
+  const bool in_place = ::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  const std::string dest = in_place ? target : target + ".tmp";
   {
     std::ofstream f(dest, std::ios::binary | std::ios::trunc);
     if (!f) throw Error("cannot write logits file " + dest + " (" + std::strerror(errno) + ")");
@@ -130,7 +142,7 @@ int run_logits(const LogitsOptions& o) {
       throw Error("cannot write logits file: " + o.out + " (disk full?)");
     }
   }
-  if (!in_place && std::rename(dest.c_str(), o.out.c_str()) != 0) {
+  if (!in_place && std::rename(dest.c_str(), target.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(dest.c_str());
     throw Error("cannot write logits file " + o.out + " (" + why + ")");

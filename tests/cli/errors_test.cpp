@@ -432,9 +432,10 @@ TEST(CliErrors, LogitsOutThatCannotBeWritten) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
-TEST(CliErrors, LogitsOutThatIsNotARegularFileIsWrittenInPlace) {
-  // A symlink keeps pointing at its target, which receives the logits; a device stays a device (the
-  // temporary-file-and-rename of a regular --out would have replaced either with a regular file).
+TEST(CliErrors, LogitsOutThatIsNotARegularFileStaysWhatItIs) {
+  // A symlink keeps pointing at its target, which receives the logits (also when the target does not
+  // exist yet); a device stays a device. A temporary file renamed over --out itself would have
+  // replaced either with a regular file.
   TempDir dir;
   const auto target = dir.path() / "target.f32";
   const auto link = dir.path() / "link.f32";
@@ -448,6 +449,13 @@ TEST(CliErrors, LogitsOutThatIsNotARegularFileIsWrittenInPlace) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::is_symlink(link));
   EXPECT_EQ(read_file(target), read_file(plain));
+  const auto dangling = dir.path() / "dangling.f32";
+  std::filesystem::create_symlink("new-target.f32", dangling);
+  r = run_dllm(
+      {"logits", "--model", llada_path(), "--tokens", "1 2", "--rows", "1", "--out", dangling.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(dangling));
+  EXPECT_EQ(read_file(dir.path() / "new-target.f32"), read_file(plain));
   r = run_dllm({"logits", "--model", llada_path(), "--tokens", "1 2", "--out", "/dev/null"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
