@@ -157,8 +157,9 @@ int main(int argc, char** argv) {
     std::cout.flush();
     if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout) {
       const int err = errno;
-      std::fprintf(stderr, "ERROR: cannot write to standard output (%s): check where it is redirected\n",
-                   err != 0 ? std::strerror(err) : "write error");
+      dllm::cli::print_error(std::string("cannot write to standard output (") +
+                             (err != 0 ? std::strerror(err) : "write error") +
+                             "): check where it is redirected");
       return dllm::kExitFailure;
     }
     return rc;
