@@ -154,11 +154,15 @@ class Run {
   /// algorithm, whose steps reveal a random subset (about 1 / steps of it at first): its buffer grows
   /// on demand rather than being sized for the whole answer.
   int64_t first_step_rows() const {
-    const int64_t bl = p_.block_length > 0 ? std::min(p_.block_length, p_.max_tokens) : p_.max_tokens;
-    if (p_.schedule == Schedule::kLlada) return std::max<int64_t>(bl, 0);
-    if (p_.threshold) return std::max<int64_t>(bl, 0);
+    if (p_.schedule == Schedule::kLlada || p_.threshold) return std::max<int64_t>(block_length(), 0);
     if (p_.alg == DreamAlg::kOrigin) return 0;
     return std::max<int64_t>(p_.max_tokens, 0);
+  }
+
+  /// The block length the loops use: block_length clipped to the answer, or the whole answer when 0
+  /// (Dream without blocks; LLaDA's is checked to be >= 1 and to divide max_tokens).
+  int64_t block_length() const {
+    return p_.block_length > 0 ? std::min(p_.block_length, p_.max_tokens) : p_.max_tokens;
   }
 
   bool is_mask(int64_t pos) const { return canvas_[pos] == p_.mask_id; }
@@ -386,7 +390,7 @@ class Run {
     if (p_.threshold) {
       // Fast-dLLM's threshold rule over semi-autoregressive blocks (its Dream block sampler), ranked by
       // p(x0) as its confidence_threshold alg does; the last block may be shorter.
-      const int64_t bl = p_.block_length > 0 ? std::min(p_.block_length, p_.max_tokens) : p_.max_tokens;
+      const int64_t bl = block_length();
       int64_t rng_step = 0;
       for (int64_t begin = prompt_len_, b = 0; begin < n && !done_; begin += bl, ++b) {
         const int64_t end = std::min(n, begin + bl);
