@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +40,15 @@ inline std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1
 inline std::vector<char> read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   return std::vector<char>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+/// The names of the entries of `dir`, sorted: what a test expects a write to have left there.
+inline std::vector<std::string> names_in(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 /// A fresh empty directory under the system temp dir, removed when the object dies.
