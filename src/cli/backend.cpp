@@ -1,9 +1,9 @@
 // See backend.h.
 #include "cli/backend.h"
 
+#include <span>
+
 #include "base/error.h"
-#include "cli/cpu_logits_source.h"
-#include "cli/gpu_logits_source.h"
 #include "cpu/dispatch.h"
 #include "cpu/forward.h"
 #include "cuda/device.h"
@@ -12,15 +12,39 @@ namespace dllm::cli {
 
 namespace {
 
+/// cpu::CpuForward behind LogitsSource: full passes, Fast-dLLM's cached window steps
+/// (CpuForward::forward_window with this backend's KvCache: one canvas per backend) and batches of up
+/// to ForwardOptions::max_batch canvases (CpuForward::forward_batch; CFG sets 2).
 class CpuBackend : public Backend {
  public:
-  CpuBackend(const model::Model& model, const cpu::ForwardOptions& fo)
-      : forward_(model, fo), source_(forward_) {}
-  diffusion::LogitsSource& source() override { return source_; }
-  void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* out) override {
-    forward_.forward(tokens, rows, out);
-  }
+  static diffusion::SourceSupport support_for(const cpu::ForwardOptions& fo) { return {true, fo.max_batch}; }
+
+  CpuBackend(const model::Model& model, const cpu::ForwardOptions& fo) : forward_(model, fo) {}
+
   int64_t n_vocab() const override { return forward_.n_vocab(); }
+  diffusion::SourceSupport support() const override { return {true, forward_.max_batch()}; }
+
+  /// Throws what CpuForward throws (dllm::Error for a canvas longer than the buffers were sized for).
+  void logits(std::span<const int32_t> canvas, std::span<const int32_t> rows, float* out) override {
+    forward_.forward(canvas, rows, out);
+  }
+
+  void logits_cached(std::span<const int32_t> canvas, std::span<const int32_t> rows, int64_t window_begin,
+                     int64_t window_end, bool refresh, float* out) override {
+    forward_.forward_window(canvas, window_begin, window_end, rows, out, cache_, refresh);
+  }
+
+  void logits_batch(std::span<const std::span<const int32_t>> canvases, std::span<const int32_t> rows,
+                    float* out) override {
+    if (canvases.size() < 2 || static_cast<int64_t>(canvases.size()) > forward_.max_batch()) {
+      LogitsSource::logits_batch(canvases, rows, out);
+      return;
+    }
+    batch_.clear();
+    for (const auto& c : canvases) batch_.insert(batch_.end(), c.begin(), c.end());
+    forward_.forward_batch(batch_, static_cast<int64_t>(canvases.size()), rows, out);
+  }
+
   const char* device() const override { return "cpu"; }
   std::string kernels() const override { return cpu::isa_name(forward_.isa()); }
   int threads() const override { return forward_.n_threads(); }
@@ -30,18 +54,28 @@ class CpuBackend : public Backend {
 
  private:
   cpu::CpuForward forward_;
-  CpuLogitsSource source_;
+  cpu::KvCache cache_;
+  std::vector<int32_t> batch_;  ///< the canvases of a batch, back to back
 };
 
+/// cuda::GpuForward behind LogitsSource: full passes only (GpuForward has no window or batch entry
+/// points yet), so cached steps and batches would take LogitsSource's exact defaults; check_support
+/// refuses the first and warns about the second.
 class GpuBackend : public Backend {
  public:
+  static constexpr diffusion::SourceSupport kSupport{false, 1};
+
   GpuBackend(const model::Model& model, const cuda::GpuForwardOptions& go)
-      : forward_(cuda::make_gpu_forward(model, go)), source_(*forward_) {}
-  diffusion::LogitsSource& source() override { return source_; }
-  void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* out) override {
-    forward_->forward(tokens, rows, out);
-  }
+      : forward_(cuda::make_gpu_forward(model, go)) {}
+
   int64_t n_vocab() const override { return forward_->n_vocab(); }
+  diffusion::SourceSupport support() const override { return kSupport; }
+
+  /// rows.size() x n_vocab unshifted logits into host memory.
+  void logits(std::span<const int32_t> canvas, std::span<const int32_t> rows, float* out) override {
+    forward_->forward(canvas, rows, out);
+  }
+
   const char* device() const override { return "gpu"; }
   std::string kernels() const override { return cuda::gpu_gemm_name(forward_->gemm()); }
   int threads() const override { return 1; }
@@ -51,10 +85,31 @@ class GpuBackend : public Backend {
 
  private:
   std::unique_ptr<cuda::GpuForward> forward_;
-  GpuLogitsSource source_;
 };
 
 }  // namespace
+
+std::vector<std::string> check_support(const diffusion::SourceSupport& support, const std::string& device,
+                                       const BackendOptions& o) {
+  const std::string the_device = (device == "gpu" ? std::string("the GPU") : std::string("the CPU")) +
+                                 (o.device == "auto" ? " (chosen by --device auto)" : "");
+  const std::string other = device == "gpu" ? "cpu" : "gpu";
+  if (o.cache != diffusion::CacheMode::kNone && !support.cached_steps) {
+    throw UsageError(
+        std::string("--cache ") + diffusion::cache_mode_name(o.cache) +
+        " needs Fast-dLLM's cached window steps, which " + the_device +
+        " does not run: every step would be a full forward pass, giving the text of --cache none "
+        "and no speed-up. Use --device " +
+        other + " for the cache, or --cache none");
+  }
+  std::vector<std::string> warnings;
+  if (o.max_batch > support.max_batch) {
+    warnings.push_back(
+        "--cfg-scale: " + the_device + " runs the canvas and its prompt-masked copy one after the other (" +
+        std::to_string(o.max_batch) + " forward passes per step, not one batch): the same text, slower");
+  }
+  return warnings;
+}
 
 std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOptions& o,
                                       std::string* why_cpu) {
@@ -68,19 +123,25 @@ std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOp
     use_gpu = probe.gpu.has_value();
     if (!use_gpu && why_cpu) *why_cpu = probe.reason;
   }
+  std::unique_ptr<Backend> backend;
+  std::vector<std::string> warnings;
   if (use_gpu) {
-    // CFG's two canvases go through LogitsSource::logits_batch's default (one forward each) here.
+    warnings = check_support(GpuBackend::kSupport, "gpu", o);  // before the weights go to the GPU
     cuda::GpuForwardOptions go;
     go.max_tokens = o.max_tokens;
     go.gemm = gemm;
-    return std::make_unique<GpuBackend>(model, go);
+    backend = std::make_unique<GpuBackend>(model, go);
+  } else {
+    cpu::ForwardOptions fo;
+    fo.max_tokens = o.max_tokens;
+    fo.n_threads = o.threads;
+    fo.isa = cpu::choose_isa(o.isa);
+    fo.max_batch = o.max_batch;
+    warnings = check_support(CpuBackend::support_for(fo), "cpu", o);
+    backend = std::make_unique<CpuBackend>(model, fo);
   }
-  cpu::ForwardOptions fo;
-  fo.max_tokens = o.max_tokens;
-  fo.n_threads = o.threads;
-  fo.isa = cpu::choose_isa(o.isa);
-  fo.max_batch = o.max_batch;
-  return std::make_unique<CpuBackend>(model, fo);
+  backend->warnings = std::move(warnings);
+  return backend;
 }
 
 }  // namespace dllm::cli

@@ -1,13 +1,16 @@
-// Where the forward pass runs (--device cpu | gpu | auto) and the one object `run` and `logits` use,
-// whichever device it is: the LogitsSource for the samplers plus a direct forward() for `logits`.
+// Where the forward pass runs (--device cpu | gpu | auto): one object per device that is both the
+// samplers' LogitsSource (`run`) and the forward pass `logits` calls (LogitsSource::logits), plus
+// what the CLI reports about it. It states what it runs natively (support()); make_backend refuses or
+// warns, naming the flag, when the run asks for more.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
+#include <vector>
 
 #include "diffusion/logits_source.h"
+#include "diffusion/sampler.h"
 
 namespace dllm::model {
 class Model;
@@ -21,18 +24,15 @@ struct BackendOptions {
   int threads = 0;                ///< --threads (CPU): 0 = physical cores
   std::string isa;                ///< --isa (CPU): "" = $DLLM_CPU_ISA if set, else the best supported
   int64_t max_tokens = 0;         ///< longest canvas (prompt + max tokens)
-  int max_batch = 1;              ///< canvases per forward (2 for classifier-free guidance; CPU only)
+  int max_batch = 1;              ///< canvases per forward: 2 for classifier-free guidance (--cfg-scale)
+  diffusion::CacheMode cache = diffusion::CacheMode::kNone;  ///< --cache (prefix, dual: cached window steps)
 };
 
 /// A prepared forward pass on one device. Keeps a reference to the model, which must outlive it.
-class Backend {
+/// LogitsSource::logits() gives the unshifted logits of tokens[rows[j]] (rows.size() x n_vocab, as
+/// cpu::CpuForward::forward); logits_cached() and logits_batch() run natively where support() says so.
+class Backend : public diffusion::LogitsSource {
  public:
-  virtual ~Backend() = default;
-  /// The samplers' view.
-  virtual diffusion::LogitsSource& source() = 0;
-  /// Unshifted logits of tokens[rows[j]] into out (rows.size() x n_vocab), as cpu::CpuForward::forward.
-  virtual void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* out) = 0;
-  virtual int64_t n_vocab() const = 0;
   /// "cpu" or "gpu".
   virtual const char* device() const = 0;
   /// Kernel path: the CPU ISA ("avx512vnni") or the GPU GEMM ("int8").
@@ -41,13 +41,29 @@ class Backend {
   virtual int threads() const = 0;
   /// One line for stderr: "device: cpu (avx512vnni, 2 threads)" or "device: gpu (GPU 0: NVIDIA ...)".
   virtual std::string describe() const = 0;
+
+  /// What check_support said about this device and the options it was built for, one message each
+  /// (no "warning: " prefix): the caller prints them.
+  std::vector<std::string> warnings;
 };
 
-/// Builds the backend --device asks for. Throws dllm::UsageError for an unknown --device/--gpu-gemm,
-/// dllm::Error "no GPU found: <reason> (run with --device cpu)" for --device gpu without a usable GPU
-/// (also in builds without CUDA), and what CpuForward / GpuForward throw (weight types without a
-/// kernel, too little GPU memory). `auto` falls back to the CPU when no GPU is found; `why_cpu` (when
-/// not null) receives the reason.
+/// Checks what a run asks for beyond plain forward passes against what `device` ("cpu", "gpu") runs
+/// natively, before the device is set up:
+/// - `--cache prefix|dual` without cached steps: dllm::UsageError naming the flag and the ways out. The
+///   stand-in would run a full pass per step, so the text would be that of --cache none (not what the
+///   same flags give on the CPU, Fast-dLLM's approximation) and no step would be faster: a flag that
+///   silently changes meaning is refused, as llama.cpp refuses an unsupported combination.
+/// - a batch (`--cfg-scale`'s two canvases) above support.max_batch: a warning, returned. Each canvas
+///   then gets its own pass: the same logits, so the same text, only slower.
+/// Returns the warnings (empty when the device runs everything natively).
+std::vector<std::string> check_support(const diffusion::SourceSupport& support, const std::string& device,
+                                       const BackendOptions& options);
+
+/// Builds the backend --device asks for. Throws dllm::UsageError for an unknown --device/--gpu-gemm
+/// and what check_support throws (before any GPU work), dllm::Error "no GPU found: <reason> (run with
+/// --device cpu)" for --device gpu without a usable GPU (also in builds without CUDA), and what
+/// CpuForward / GpuForward throw (weight types without a kernel, too little GPU memory). `auto` falls
+/// back to the CPU when no GPU is found; `why_cpu` (when not null) receives the reason.
 std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOptions& options,
                                       std::string* why_cpu = nullptr);
 

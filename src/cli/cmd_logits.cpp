@@ -112,7 +112,7 @@ int run_logits(const LogitsOptions& o) {
   const int64_t n_vocab = backend->n_vocab();
   std::vector<float> logits(rows.size() * static_cast<size_t>(n_vocab));
   Stopwatch fwd_watch;
-  backend->forward(tokens, rows, logits.data());
+  backend->logits(tokens, rows, logits.data());
   const double forward_ms = fwd_watch.elapsed_ms();
 
   // A regular file (or a new name) is written under a temporary name and renamed, so a failed write

@@ -57,7 +57,7 @@ Command add_run_command(CLI::App& root) {
       ->capture_default_str();
   sub->add_option(
          "--cache", o->cache,
-         "Fast-dLLM KV cache: prefix or dual reuse other positions' K/V within a block (approximate)")
+         "Fast-dLLM KV cache (CPU): prefix or dual reuse other positions' K/V within a block (approximate)")
       ->check(CLI::IsMember({"none", "prefix", "dual"}))
       ->capture_default_str();
   CLI::Option* system = sub->add_option("--system", o->system, "System message for the chat template");

@@ -218,6 +218,7 @@ int run_generate(RunOptions& o) {
   bo.isa = o.compute.isa;
   bo.max_tokens = n_prompt + o.max_tokens;
   bo.max_batch = o.cfg_scale > 0 ? 2 : 1;  // CFG runs the canvas and its prompt-masked copy together
+  bo.cache = diffusion::parse_cache_mode(o.cache);
   std::string why_cpu;
   const std::unique_ptr<Backend> backend = make_backend(*m.model, bo, &why_cpu);
   report.load_ms = tokenizer_ms + fwd_watch.elapsed_ms();
@@ -228,10 +229,11 @@ int run_generate(RunOptions& o) {
   if (o.verbose || report.device == "gpu") std::fprintf(stderr, "%s\n", backend->describe().c_str());
   if (o.verbose && !why_cpu.empty()) std::fprintf(stderr, "(--device auto: no GPU: %s)\n", why_cpu.c_str());
 
-  diffusion::LogitsSource& source = backend->source();
+  diffusion::LogitsSource& source = *backend;
   diffusion::SamplerParams params = sampler_params(o, cfg, tok, backend->n_vocab(), report);
   report.sampler = describe_sampler(params);
   for (const std::string& w : diffusion::check_params(params, n_prompt, backend->n_vocab())) warn(report, w);
+  for (const std::string& w : backend->warnings) warn(report, w);
   const std::string threads_note = threads_warning(o.compute.threads);
   if (!threads_note.empty()) warn(report, threads_note);
   const std::string steps_note = effective_steps_note(params, o.was_given("--steps"));

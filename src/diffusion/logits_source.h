@@ -1,6 +1,7 @@
 // How the diffusion samplers see the model: a function from a canvas to logits for chosen rows.
 // The samplers depend only on this interface (and src/base), so tests drive them with scripted logits
-// and the CLI adapts the CPU (later CUDA) forward pass to it. Not a model: no shift, no masking here.
+// and the CLI's backends (src/cli/backend.cpp) put the CPU or GPU forward pass behind it. Not a model:
+// no shift, no masking here.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,13 @@
 
 namespace dllm::diffusion {
 
+/// What a LogitsSource runs natively. For the rest LogitsSource's defaults stand in, exactly but
+/// without the saving: a cached step becomes a full pass, a batch one pass per canvas.
+struct SourceSupport {
+  bool cached_steps = false;  ///< logits_cached() reuses stored K/V (Fast-dLLM's approximation)
+  int64_t max_batch = 1;      ///< canvases logits_batch() runs through one forward pass
+};
+
 class LogitsSource {
  public:
   virtual ~LogitsSource() = default;
@@ -16,6 +24,9 @@ class LogitsSource {
   /// Logit rows per position (the LM head's output size; may exceed the tokenizer's vocabulary,
   /// e.g. Dream: 152064 rows for 151667 tokens).
   virtual int64_t n_vocab() const = 0;
+
+  /// What this source runs natively (the defaults: neither cached steps nor batches).
+  virtual SourceSupport support() const { return {}; }
 
   /// Runs the model over the whole canvas (positions 0..canvas.size()-1, bidirectional) and writes
   /// the UNSHIFTED logits of positions rows[j] to out[j * n_vocab .. (j+1) * n_vocab): a

@@ -1,0 +1,104 @@
+// What a device runs natively against what a run asks for (check_support, make_backend): a cached
+// step the device does not have is refused naming --cache, a batch it runs canvas by canvas draws a
+// warning naming --cfg-scale. Checked with stated capabilities (a fake source's) and, through the
+// binary, on the GPU backend, which refuses before it looks for a GPU: so this holds in builds
+// without CUDA and on machines without a GPU as well.
+#include "cli/backend.h"
+
+#include <string>
+#include <vector>
+
+#include "cli/run_binary.h"
+
+namespace {
+
+using dllm::cli::BackendOptions;
+using dllm::cli::check_support;
+using dllm::diffusion::CacheMode;
+using dllm::diffusion::SourceSupport;
+using dllm::test::is_one_error_line;
+using dllm::test::llada_path;
+using dllm::test::run_dllm;
+using dllm::test::RunResult;
+
+/// A source that states only full passes, as the GPU backend does; its logits are never asked for.
+class FullPassesOnly : public dllm::diffusion::LogitsSource {
+ public:
+  int64_t n_vocab() const override { return 4; }
+  void logits(std::span<const int32_t>, std::span<const int32_t>, float*) override {}
+};
+
+std::string message_of(const SourceSupport& s, const std::string& device, const BackendOptions& o) {
+  try {
+    check_support(s, device, o);
+  } catch (const dllm::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DeviceSupport, TheDefaultsOfLogitsSourceStateNeitherCacheNorBatch) {
+  const SourceSupport s = FullPassesOnly().support();
+  EXPECT_FALSE(s.cached_steps);
+  EXPECT_EQ(s.max_batch, 1);
+}
+
+TEST(DeviceSupport, ACacheTheDeviceLacksIsRefusedNamingTheFlag) {
+  const SourceSupport gpu = FullPassesOnly().support();
+  BackendOptions o;
+  o.device = "gpu";
+  for (CacheMode mode : {CacheMode::kPrefix, CacheMode::kDual}) {
+    o.cache = mode;
+    const std::string m = message_of(gpu, "gpu", o);
+    EXPECT_NE(m.find(std::string("--cache ") + dllm::diffusion::cache_mode_name(mode)), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("--device cpu"), std::string::npos) << m;
+    EXPECT_NE(m.find("--cache none"), std::string::npos) << m;
+  }
+  o.device = "auto";
+  EXPECT_NE(message_of(gpu, "gpu", o).find("--device auto"), std::string::npos);
+  o.cache = CacheMode::kNone;
+  EXPECT_EQ(message_of(gpu, "gpu", o), "");
+  EXPECT_TRUE(check_support(gpu, "gpu", o).empty());
+}
+
+TEST(DeviceSupport, ABatchRunCanvasByCanvasIsAWarningNamingTheFlag) {
+  BackendOptions o;
+  o.device = "gpu";
+  o.max_batch = 2;  // --cfg-scale
+  const std::vector<std::string> w = check_support(FullPassesOnly().support(), "gpu", o);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].rfind("--cfg-scale: ", 0), 0u) << w[0];
+  EXPECT_NE(w[0].find("the same text"), std::string::npos) << w[0];
+}
+
+TEST(DeviceSupport, WhatTheDeviceRunsDrawsNothing) {
+  BackendOptions o;
+  o.max_batch = 2;
+  o.cache = CacheMode::kDual;
+  EXPECT_TRUE(check_support(SourceSupport{true, 2}, "cpu", o).empty());
+}
+
+TEST(DeviceSupport, TheGpuBackendRefusesACacheBeforeLookingForAGpu) {
+  for (const char* mode : {"prefix", "dual"}) {
+    const RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "8",
+                                  "--block-length", "8", "--device", "gpu", "--cache", mode});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find(std::string("--cache ") + mode), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(DeviceSupport, TheCpuRunsTheCacheAndCfgWithoutAWord) {
+  RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "8",
+                          "--block-length", "8", "--device", "cpu", "--cache", "dual"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("--cache"), std::string::npos) << r.err;
+  r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "8", "--block-length", "8",
+                "--device", "cpu", "--cfg-scale", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("--cfg-scale"), std::string::npos) << r.err;
+}
+
+}  // namespace
