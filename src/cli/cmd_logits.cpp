@@ -2,20 +2,13 @@
 // logits of the requested positions to a file, [rows, n_vocab] row-major, little-endian, no header: the
 // layout of
 // ../shared/reference/logits/*.f32, so the parity tests can compare row by row.
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
-#include <system_error>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "cli/backend.h"
 #include "cli/commands.h"
@@ -38,29 +31,11 @@ struct LogitsOptions {
   bool verbose = false;
 };
 
-/// Fails before the model loads when --out cannot be written: a directory, a missing folder, a
-/// folder without write permission. dllm::Error naming the path and the reason.
-void check_out_path(const std::string& out) {
-  struct stat st {};
-  if (::stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    throw Error("--out " + out + " is a directory: give a file path inside it, e.g. " +
-                (std::filesystem::path(out) / "logits.f32").string());
-  }
-  std::filesystem::path parent = std::filesystem::path(out).parent_path();
-  if (parent.empty()) parent = ".";
-  if (::stat(parent.string().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw Error("--out " + out + ": the folder " + parent.string() + " does not exist; create it first");
-  }
-  if (::access(parent.string().c_str(), W_OK) != 0) {
-    throw Error("--out " + out + ": cannot write in " + parent.string() + " (" + std::strerror(errno) + ")");
-  }
-  if (::access(out.c_str(), F_OK) == 0 && ::access(out.c_str(), W_OK) != 0) {
-    throw Error("--out " + out + " is not writable (" + std::string(std::strerror(errno)) + ")");
-  }
-}
-
 int run_logits(const LogitsOptions& o) {
-  check_out_path(o.out);
+  // Opened first, so an --out that cannot be written fails before the model loads; the logits appear
+  // at --out whole or not at all (AtomicFile: a temporary file renamed over it, a pipe or a device
+  // written directly).
+  AtomicFile out(o.out, "--out");
   if (o.tokens.empty() == o.tokens_file.empty()) {
     throw UsageError("logits needs exactly one of --tokens \"ID ID ...\" or --tokens-file FILE");
   }
@@ -115,38 +90,8 @@ int run_logits(const LogitsOptions& o) {
   backend->logits(tokens, rows, logits.data());
   const double forward_ms = fwd_watch.elapsed_ms();
 
-  // A regular file (or a new name) is written under a temporary name and renamed, so a failed write
-  // never leaves a plausible-looking file; a symlink is followed first (also a dangling one), so the
-  // rename replaces its target, not the link. Anything else that exists (a device such as /dev/null,
-  // a pipe) is written in place: renaming over it would replace it with a regular file.
-  std::filesystem::path resolved = o.out;
-  for (int hops = 0; hops < 40; ++hops) {  // 40: the kernel's own limit on symlink chains
-    struct stat lst {};
-    if (::lstat(resolved.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) break;
-    std::error_code ec;
-    const std::filesystem::path next = std::filesystem::read_symlink(resolved, ec);
-    if (ec) throw Error("cannot follow the symlink --out " + o.out + " (" + ec.message() + ")");
-    resolved = next.is_absolute() ? next : resolved.parent_path() / next;
-  }
-  const std::string target = resolved.string();
-  struct stat st {};
-  const bool in_place = ::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-  const std::string dest = in_place ? target : target + ".tmp";
-  {
-    std::ofstream f(dest, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error("cannot write logits file " + dest + " (" + std::strerror(errno) + ")");
-    f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * 4));
-    f.close();
-    if (!f) {
-      if (!in_place) std::remove(dest.c_str());
-      throw Error("cannot write logits file: " + o.out + " (disk full?)");
-    }
-  }
-  if (!in_place && std::rename(dest.c_str(), target.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(dest.c_str());
-    throw Error("cannot write logits file " + o.out + " (" + why + ")");
-  }
+  out.write(logits.data(), logits.size() * sizeof(float));
+  out.commit();
   if (o.verbose) {
     std::fprintf(stderr, "model: %s\ntokens: %lld, rows: %zu, n_vocab: %lld\n%s\n", path.c_str(),
                  static_cast<long long>(n), rows.size(), static_cast<long long>(n_vocab),

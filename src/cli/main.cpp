@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/temp_path.h"
 #include "cli/commands.h"
 #include "cli/util.h"
 
@@ -150,6 +151,9 @@ void prefer_passive_openmp_wait(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   dllm::cli::prefer_passive_openmp_wait(argc, argv);
+  // Ctrl-C (or SIGTERM, SIGHUP) removes the temporary files of unfinished writes (--out, --trace) and
+  // ends the process by that signal, as it would without a handler: exit status 130 for Ctrl-C.
+  dllm::remove_temp_files_on_signals();
   try {
     const int rc = dllm::cli::run_cli(argc, argv);
     // The answer is the point of the run: a full disk or a closed file behind stdout must not end

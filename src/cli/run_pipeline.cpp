@@ -293,6 +293,7 @@ int run_generate(RunOptions& o) {
   const diffusion::GenerateResult result =
       diffusion::generate(source, report.prompt_tokens, params, callbacks);
   report.generate_ms = gen_watch.elapsed_ms();
+  if (trace) trace->commit();
   for (; printed < static_cast<int64_t>(result.answer.size()); ++printed)
     emit(printer.push(result.answer[printed]));
   emit(printer.flush());

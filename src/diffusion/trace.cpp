@@ -1,11 +1,8 @@
 // --trace writer: one JSON line per step.
 #include "diffusion/trace.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-
-#include "base/error.h"
+#include <cstdio>
 
 namespace dllm::diffusion {
 
@@ -33,15 +30,6 @@ void append_number(std::string& s, double x, const char* fmt) {
 
 }  // namespace
 
-TraceWriter::TraceWriter(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "wb");
-  if (!file_) throw Error("cannot write trace file " + path + ": " + std::strerror(errno));
-}
-
-TraceWriter::~TraceWriter() {
-  if (file_) std::fclose(file_);
-}
-
 std::string TraceWriter::format(const StepInfo& info) {
   std::string s = "{\"step\":" + std::to_string(info.step) + ",\"block\":" + std::to_string(info.block);
   s += ",\"positions\":";
@@ -65,9 +53,7 @@ std::string TraceWriter::format(const StepInfo& info) {
 }
 
 void TraceWriter::write(const StepInfo& info) {
-  const std::string line = format(info) + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-    throw Error("cannot write trace file " + path_ + ": " + std::strerror(errno));
+  file_.write(format(info) + "\n");
 }
 
 }  // namespace dllm::diffusion

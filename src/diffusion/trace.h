@@ -2,9 +2,9 @@
 // reference samplers. Written by hand (numbers and arrays only), no JSON library needed.
 #pragma once
 
-#include <cstdio>
 #include <string>
 
+#include "base/atomic_file.h"
 #include "diffusion/sampler.h"
 
 namespace dllm::diffusion {
@@ -18,23 +18,26 @@ namespace dllm::diffusion {
 /// rewrote every position's cached K/V (each block's first step); "window" = only the window's rows
 /// were recomputed, against the K/V cached at the last refresh; "none" = no cache (every step is a
 /// full forward and nothing is stored).
+///
+/// The file is an AtomicFile: each line is written to a temporary file beside `path` as its step
+/// ends, and the whole appears at `path` with commit(); a run that fails or is interrupted leaves
+/// `path` as it was. A pipe or a terminal (--trace /dev/stderr) gets each line as its step ends.
 class TraceWriter {
  public:
-  /// Opens (truncates) path. Throws dllm::Error naming the path when it cannot be written.
-  explicit TraceWriter(const std::string& path);
-  ~TraceWriter();
-  TraceWriter(const TraceWriter&) = delete;
-  TraceWriter& operator=(const TraceWriter&) = delete;
+  /// Opens the trace. Throws dllm::Error naming the path when it cannot be written (AtomicFile).
+  explicit TraceWriter(const std::string& path) : file_(path, "trace file") {}
 
-  /// Appends one line and flushes it (a crashed run keeps its trace). Throws dllm::Error on a write error.
+  /// Appends one line. Throws dllm::Error on a write error.
   void write(const StepInfo& info);
+
+  /// Puts the finished trace at its path (AtomicFile::commit). Throws dllm::Error.
+  void commit() { file_.commit(); }
 
   /// The line write() would append, without the newline.
   static std::string format(const StepInfo& info);
 
  private:
-  std::FILE* file_ = nullptr;
-  std::string path_;
+  AtomicFile file_;
 };
 
 }  // namespace dllm::diffusion

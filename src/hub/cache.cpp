@@ -6,24 +6,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/temp_path.h"
 #include "hub/sha256.h"
 
 namespace dllm::hub {
 namespace {
-
-// Unique per process and per call, so concurrent writers (threads or processes) never share a temp name.
-std::string tmp_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  return ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-}
 
 bool is_commit_hex(const std::string& s) {
   if (s.size() != 40) return false;
@@ -103,27 +98,6 @@ std::vector<std::string> snapshot_files(const fs::path& repo_dir, const std::str
   return out;
 }
 
-void write_file_atomic(const fs::path& path, const std::string& content) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  fs::path tmp = path.string() + tmp_suffix();
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << content;
-    f.flush();
-    if (!f) {
-      fs::remove(tmp, ec);
-      throw Error("cannot write " + tmp.string() + ": " + std::strerror(errno) +
-                  " (check the permissions and free space of " + path.parent_path().string() + ")");
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
-  }
-}
-
 fs::path link_snapshot(const fs::path& repo_dir, const std::string& commit, const std::string& filename,
                        const std::string& sha256) {
   fs::path link = repo_dir / "snapshots" / commit / filename;
@@ -135,15 +109,12 @@ fs::path link_snapshot(const fs::path& repo_dir, const std::string& commit, cons
   size_t depth = 2 + static_cast<size_t>(std::count(filename.begin(), filename.end(), '/'));
   for (size_t i = 0; i < depth; ++i) target += "../";
   target += "blobs/" + sha256;
-  fs::path tmp = link.string() + tmp_suffix();
-  fs::remove(tmp, ec);
-  fs::create_symlink(target, tmp, ec);
-  if (ec) throw Error("cannot create the link " + tmp.string() + ": " + ec.message());
-  fs::rename(tmp, link, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error("cannot rename the link " + tmp.string() + " to " + link.string() + ": " + ec.message());
-  }
+  TempPath tmp(unique_temp_name(link.string()));  // removed if the rename fails or the run is interrupted
+  fs::create_symlink(target, tmp.path(), ec);
+  if (ec) throw Error("cannot create the link " + tmp.path() + ": " + ec.message());
+  fs::rename(tmp.path(), link, ec);
+  if (ec) throw Error("cannot rename the link " + tmp.path() + " to " + link.string() + ": " + ec.message());
+  tmp.release();
   return link;
 }
 
@@ -183,7 +154,7 @@ void VerifiedDb::mark_verified(const fs::path& blob, const std::string& sha256) 
     nlohmann::json db = load_json(path_);
     db["version"] = 1;
     db["files"][blob.string()] = {{"sha256", sha256}, {"size", st->first}, {"mtime_ns", st->second}};
-    write_file_atomic(path_, db.dump(1));
+    write_file_atomic(path_.string(), db.dump(1), "verified-files memo");
   } catch (const std::exception&) {
     // Not remembering only costs a re-hash next time.
   }
@@ -195,7 +166,7 @@ void VerifiedDb::forget(const fs::path& blob) const {
     nlohmann::json db = load_json(path_);
     if (db.contains("files") && db["files"].is_object() && db["files"].contains(blob.string())) {
       db["files"].erase(blob.string());
-      write_file_atomic(path_, db.dump(1));
+      write_file_atomic(path_.string(), db.dump(1), "verified-files memo");
     }
   } catch (const std::exception&) {
   }

@@ -1,5 +1,6 @@
 // The Hugging Face cache layout on disk (see hub.h for the tree) and the verified-once memo.
-// Internal to src/hub; every write goes to a temporary name first and is renamed into place.
+// Internal to src/hub; every write goes to a temporary name first and is renamed into place
+// (base/atomic_file.h, base/temp_path.h).
 #pragma once
 
 #include <cstdint>
@@ -24,9 +25,6 @@ std::optional<std::string> cached_commit(const fs::path& repo_dir, const std::st
 
 /// Repo-relative paths of the files in snapshots/<commit> whose link target exists.
 std::vector<std::string> snapshot_files(const fs::path& repo_dir, const std::string& commit);
-
-/// Writes `content` to `path` atomically (temp file in the same folder, then rename). Throws dllm::Error.
-void write_file_atomic(const fs::path& path, const std::string& content);
 
 /// Makes snapshots/<commit>/<filename> a relative symlink to blobs/<sha256> (replacing any old link
 /// atomically). Throws dllm::Error.

@@ -16,6 +16,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "hub/cache.h"
 #include "hub/http.h"
@@ -617,7 +618,11 @@ ResolvedModel pull(const std::string& spec, const HubOptions& opts) {
     m.downloaded = true;
   }
   m.path = link_snapshot(repo_dir, f.commit, f.filename, f.sha256).string();
-  if (opts.revision != f.commit) write_file_atomic(repo_dir / "refs" / opts.revision, f.commit);
+  if (opts.revision != f.commit) {
+    const fs::path ref = repo_dir / "refs" / opts.revision;
+    fs::create_directories(ref.parent_path(), ec);
+    write_file_atomic(ref.string(), f.commit, "the cache's ref");
+  }
   return m;
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <signal.h>
 
 #include <string>
 #include <vector>
@@ -23,48 +24,94 @@ struct RunResult {
   std::string err;     ///< stderr
 };
 
-/// Runs `program` with `args` (argv[1..]); stdin is /dev/null. Extra environment entries ("K=V") are
-/// added to the current environment. stdout goes to `stdout_to` when given (then RunResult::out
-/// stays empty), else it is captured.
+/// A started `program` with `args` (argv[1..]); stdin is /dev/null. Extra environment entries ("K=V")
+/// are added to the current environment. stdout goes to the descriptor `stdout_fd` when it is >= 0
+/// (a pipe the test reads), else to the file `stdout_to` when given, else to a file wait() returns;
+/// stderr always to a file wait() returns.
+class Process {
+ public:
+  Process(const std::string& program, const std::vector<std::string>& args,
+          const std::vector<std::string>& extra_env = {}, const std::string& stdout_to = "",
+          int stdout_fd = -1)
+      : capture_out_(stdout_to.empty() && stdout_fd < 0),
+        out_path_(stdout_to.empty() ? (dir_ / "stdout").string() : stdout_to),
+        err_path_((dir_ / "stderr").string()) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (stdout_fd >= 0) {
+      posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+    } else {
+      posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
+    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> argv_s = {program};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+    env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    if (posix_spawn(&pid_, program.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    if (pid_ < 0) spawn_error_ = "posix_spawn failed for " + program;
+  }
+  ~Process() {
+    if (pid_ > 0 && !ended_) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  /// The child's process id (-1 when it could not be started).
+  pid_t pid() const { return pid_; }
+
+  /// True while the child has not ended (waitpid WNOHANG; the status is kept for wait()).
+  bool running() {
+    if (pid_ < 0 || ended_) return false;
+    ended_ = waitpid(pid_, &status_, WNOHANG) == pid_;
+    return !ended_;
+  }
+
+  /// Waits for the child to end and returns its exit status and captured output.
+  RunResult wait() {
+    RunResult r;
+    if (pid_ < 0) {
+      r.err = spawn_error_;
+      return r;
+    }
+    int status = status_;
+    if (!ended_) waitpid(pid_, &status, 0);
+    pid_ = -1;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const auto out = capture_out_ ? read_file(out_path_) : std::vector<char>{};
+    const auto err = read_file(err_path_);
+    r.out.assign(out.begin(), out.end());
+    r.err.assign(err.begin(), err.end());
+    return r;
+  }
+
+ private:
+  TempDir dir_;
+  bool capture_out_;
+  std::string out_path_, err_path_;
+  pid_t pid_ = -1;
+  bool ended_ = false;  ///< reaped by running()
+  int status_ = 0;      ///< its status then
+  std::string spawn_error_;
+};
+
+/// Runs `program` to its end (see Process); RunResult::out stays empty when stdout went to `stdout_to`.
 inline RunResult run_program(const std::string& program, const std::vector<std::string>& args,
                              const std::vector<std::string>& extra_env = {},
                              const std::string& stdout_to = "") {
-  TempDir dir;
-  const std::string out_path = stdout_to.empty() ? (dir / "stdout").string() : stdout_to;
-  const std::string err_path = (dir / "stderr").string();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> argv_s = {program};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
-  env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  RunResult r;
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    r.err = "posix_spawn failed for " + program;
-    return r;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  const auto out = stdout_to.empty() ? read_file(out_path) : std::vector<char>{};
-  const auto err = read_file(err_path);
-  r.out.assign(out.begin(), out.end());
-  r.err.assign(err.begin(), err.end());
-  return r;
+  return Process(program, args, extra_env, stdout_to).wait();
 }
 
 /// Runs build/bin/dllm.

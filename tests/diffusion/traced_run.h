@@ -25,6 +25,7 @@ inline std::vector<nlohmann::json> traced_run(diffusion::LogitsSource& model, st
     diffusion::SamplerCallbacks cb;
     cb.on_step = [&](const diffusion::StepInfo& s) { trace.write(s); };
     diffusion::generate(model, prompt, p, cb);
+    trace.commit();
   }
   std::ifstream in(path);
   std::vector<nlohmann::json> lines;
