@@ -1,5 +1,5 @@
-// Flags of `dllm run`, as parsed. Fields left at their "unset" value (-1, empty, nullopt) take the
-// per-architecture default once the model is loaded (see resolve_defaults in cmd_run.cpp).
+// Flags of `dllm run`, as parsed. The flags not given explicitly (`given`) take their architecture's
+// default once the model is loaded: sampler_params() in run_pipeline.cpp decides them.
 #pragma once
 
 #include <cstdint>
