@@ -34,9 +34,19 @@ void dequantize_row_q6_K(const block_q6_K* x, float* y, int64_t n);
 /// An all-zero block gives d = 0 and q = 0.
 void quantize_row_q8_K(const float* x, block_q8_K* y, int64_t n);
 
+/// Quantizes one activation row of n floats (n a multiple of 32) to Q8_0 exactly as ggml-cpu's x86
+/// quantize_row_q8_0 (arch/x86/quants.c), the activation format of its Q8_0 weight dot: per block
+/// of 32, amax = largest |x|, d = f16(amax / 127), id = 127 / amax (0 when amax is 0),
+/// q = round-half-even(x * id). An all-zero block gives d = 0 and q = 0.
+void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n);
+
 /// Reference dot products of one weight row with one Q8_K activation row (n values), computed with
 /// integer sums per sub-block as ggml's *_generic vec_dot functions do.
 float vec_dot_q4_K_q8_K(const block_q4_K* x, const block_q8_K* y, int64_t n);
+float vec_dot_q5_K_q8_K(const block_q5_K* x, const block_q8_K* y, int64_t n);
 float vec_dot_q6_K_q8_K(const block_q6_K* x, const block_q8_K* y, int64_t n);
+/// One Q8_0 weight row with one Q8_0 activation row (n a multiple of 32): per block the int32 sum
+/// of products times d_x * d_y in f32, as ggml's ggml_vec_dot_q8_0_q8_0_generic.
+float vec_dot_q8_0_q8_0(const block_q8_0* x, const block_q8_0* y, int64_t n);
 
 }  // namespace dllm::quant

@@ -1,4 +1,4 @@
-// Q8_K activation quantization against the formula evaluated in f64, and the Q4_K / Q6_K x Q8_K
+// Q8_K activation quantization against the formula evaluated in f64, and the Q4_K / Q5_K / Q6_K x Q8_K
 // dot products against an f64 dot of the weights (decoded by the test's own bit decoder) with the
 // dequantized Q8_K row.
 #include <gtest/gtest.h>
@@ -205,6 +205,21 @@ double q4_K_magnitude(const std::vector<uint8_t>& w, const std::vector<block_q8_
   return s;
 }
 
+/// The same for Q5_K (the min part of each weight is dmin * m of its sub-block).
+double q5_K_magnitude(const std::vector<uint8_t>& w, const std::vector<block_q8_K>& a) {
+  double s = 0;
+  for (size_t b = 0; b < w.size() / 176; ++b) {
+    const uint8_t* p = w.data() + 176 * b;
+    const double dmin = std::fabs(testref::half_value(testref::le16(p, 2)));
+    for (int i = 0; i < 256; ++i) {
+      const double m = dmin * testref::k_scale6(p + 4, i / 32, 1, Mutation::kNone);
+      const double full = testref::q5_K_value(p, i);
+      s += (std::fabs(full + m) + m) * std::fabs(static_cast<double>(a[b].d) * a[b].qs[i]);
+    }
+  }
+  return s;
+}
+
 double q6_K_magnitude(const std::vector<uint8_t>& w, const std::vector<block_q8_K>& a) {
   double s = 0;
   for (size_t b = 0; b < w.size() / 210; ++b)
@@ -221,6 +236,19 @@ std::vector<uint8_t> random_q4_K(std::mt19937& rng, int nb) {
     for (int off : {0, 2}) {  // positive normal f16 d and dmin, as a quantizer writes them
       const uint16_t h = static_cast<uint16_t>((e(rng) << 10) | m(rng));
       w[144 * b + off] = h & 0xff, w[144 * b + off + 1] = h >> 8;
+    }
+  return w;
+}
+
+/// Random Q5_K bytes (every qh bit pattern) with positive normal f16 d and dmin.
+std::vector<uint8_t> random_q5_K(std::mt19937& rng, int nb) {
+  std::uniform_int_distribution<int> byte(0, 255), e(8, 16), m(0, 1023);
+  std::vector<uint8_t> w(176 * nb);
+  for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
+  for (int b = 0; b < nb; ++b)
+    for (int off : {0, 2}) {
+      const uint16_t h = static_cast<uint16_t>((e(rng) << 10) | m(rng));
+      w[176 * b + off] = h & 0xff, w[176 * b + off + 1] = h >> 8;
     }
   return w;
 }
@@ -275,6 +303,32 @@ TEST(VecDot, Q4KMatchesF64Dot) {
   std::printf("Q4_K x Q8_K: largest |error| / sum|products| = %.3g (bound 1e-6)\n", worst);
 }
 
+TEST(VecDot, Q5KMatchesF64Dot) {
+  double worst = 0;  // largest |got - want| / magnitude, printed for the record
+  std::mt19937 rng(13);
+  const int nb = 8;
+  for (int trial = 0; trial < 20; ++trial) {
+    const auto w = random_q5_K(rng, nb);
+    std::vector<block_q8_K> a(nb);
+    if (trial % 2 == 0) {
+      const auto x = random_activations(rng, nb);
+      quantize_row_q8_K(x.data(), a.data(), 256 * nb);
+    } else {
+      a = random_raw_q8_K(rng, nb);
+    }
+    const double want = f64_dot(w, testref::kQ5_K, testref::q5_K_value, a).want;
+    const double tol = 1e-6 * q5_K_magnitude(w, a);
+    const double got = vec_dot_q5_K_q8_K(reinterpret_cast<const block_q5_K*>(w.data()), a.data(), 256 * nb);
+    EXPECT_NEAR(got, want, tol) << "trial " << trial;
+    worst = std::max(worst, std::fabs(got - want) / (tol / 1e-6));
+    for (Mutation m : {Mutation::kNoFifthBit, Mutation::kDropMin, Mutation::kSwapNibbles}) {
+      const double wrong = f64_dot(w, testref::kQ5_K, testref::q5_K_value, a, m).want;
+      EXPECT_GT(std::fabs(wrong - want), tol) << "mutation " << static_cast<int>(m) << " trial " << trial;
+    }
+  }
+  std::printf("Q5_K x Q8_K: largest |error| / sum|products| = %.3g (bound 1e-6)\n", worst);
+}
+
 TEST(VecDot, Q6KMatchesF64Dot) {
   double worst = 0;  // largest |got - want| / magnitude, printed for the record
   std::mt19937 rng(12);
@@ -302,14 +356,17 @@ TEST(VecDot, Q6KMatchesF64Dot) {
 }
 
 TEST(VecDot, ExtremeBlocksDoNotOverflow) {
-  // Largest integer sums the formats allow: Q4_K all quants 15, scales and mins 63; Q6_K all quants
-  // -32 with scale -128; activations all -128.
+  // Largest integer sums the formats allow: Q4_K all quants 15, scales and mins 63 (Q5_K: quants
+  // 31); Q6_K all quants -32 with scale -128; activations all -128.
   std::vector<uint8_t> w4(144, 0xff);
   w4[0] = 0x00, w4[1] = 0x3c;  // d = 1
   w4[2] = 0x00, w4[3] = 0x38;  // dmin = 0.5
   std::vector<uint8_t> w6(210, 0);
   for (int j = 0; j < 16; ++j) w6[192 + j] = 0x80;  // scale -128
   w6[208] = 0x00, w6[209] = 0x3c;                   // d = 1 (all ql/qh zero: q - 32 = -32)
+  std::vector<uint8_t> w5(176, 0xff);
+  w5[0] = 0x00, w5[1] = 0x3c;  // d = 1
+  w5[2] = 0x00, w5[3] = 0x38;  // dmin = 0.5
   std::vector<block_q8_K> a(1);
   a[0].d = 1.0f;
   for (int j = 0; j < 256; ++j) a[0].qs[j] = -128;
@@ -318,6 +375,10 @@ TEST(VecDot, ExtremeBlocksDoNotOverflow) {
   const double want6 = f64_dot(w6, testref::kQ6_K, testref::q6_K_value, a).want;
   EXPECT_EQ(want4, 256.0 * (63 * 15 - 0.5 * 63) * -128);
   EXPECT_EQ(want6, 256.0 * (-128 * -32) * -128);
+  const double want5 = f64_dot(w5, testref::kQ5_K, testref::q5_K_value, a).want;
+  EXPECT_EQ(want5, 256.0 * (63 * 31 - 0.5 * 63) * -128);
+  EXPECT_NEAR(vec_dot_q5_K_q8_K(reinterpret_cast<const block_q5_K*>(w5.data()), a.data(), 256), want5,
+              1e-6 * std::fabs(want5));
   EXPECT_NEAR(vec_dot_q4_K_q8_K(reinterpret_cast<const block_q4_K*>(w4.data()), a.data(), 256), want4,
               1e-6 * std::fabs(want4));
   EXPECT_NEAR(vec_dot_q6_K_q8_K(reinterpret_cast<const block_q6_K*>(w6.data()), a.data(), 256), want6,
