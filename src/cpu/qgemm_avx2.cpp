@@ -5,10 +5,10 @@
 namespace dllm::cpu::qgemm {
 
 void gemm_q4_K_avx2(const GemmArgs& a) {
-  gemm_q4_K_ymm<false>(a);
+  gemm_q4_K_ymm<YmmAvx2>(a);
 }
 void gemm_q6_K_avx2(const GemmArgs& a) {
-  gemm_q6_K_ymm<false>(a);
+  gemm_q6_K_ymm<YmmAvx2>(a);
 }
 
 }  // namespace dllm::cpu::qgemm

@@ -5,10 +5,10 @@
 namespace dllm::cpu::qgemm {
 
 void gemm_q4_K_avxvnni(const GemmArgs& a) {
-  gemm_q4_K_ymm<true>(a);
+  gemm_q4_K_ymm<YmmVnniVex>(a);
 }
 void gemm_q6_K_avxvnni(const GemmArgs& a) {
-  gemm_q6_K_ymm<true>(a);
+  gemm_q6_K_ymm<YmmVnniVex>(a);
 }
 
 }  // namespace dllm::cpu::qgemm

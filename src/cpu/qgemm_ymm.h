@@ -1,6 +1,8 @@
-// The 256-bit kernels shared by qgemm_avx2.cpp (vpmaddubsw + vpmaddwd) and qgemm_avxvnni.cpp (VEX
-// vpdpbusd / vpdpwssd). Included ONLY by those two files, each compiled with its own ISA flags; all
-// of it sits in an anonymous namespace so the two instantiations never meet at link time.
+// The 256-bit kernels shared by qgemm_avx2.cpp (vpmaddubsw + vpmaddwd), qgemm_avxvnni.cpp (VEX
+// vpdpbusd / vpdpwssd) and the tests' emulated-VNNI instantiation (kernels/qgemm_vnniemu_avx2.cpp).
+// The template parameter Dot (kernels/ymm_dot.h) supplies the two dot instructions; Dot::kVnni picks
+// the VNNI or the AVX2 route. Included ONLY by ISA files, each compiled with its own flags; all of it
+// sits in an anonymous namespace so the instantiations never meet at link time.
 //
 // A ymm holds 8 int32 lanes, so each 16-row group is two halves of 8 rows: half h reads bytes
 // 32h..32h+31 of every 64-byte weight line (rows 8h..8h+7, 4 weights each) and the matching 8 entries
@@ -26,6 +28,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cpu/kernels/ymm_dot.h"
 #include "cpu/qgemm.h"
 #include "cpu/qgemm_tiling.h"
 
@@ -36,20 +39,6 @@ inline __m256i bcast32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm256_set1_epi32(v);
-}
-
-// acc + sum over the 4 byte products of each int32 lane (u8 w, s8 x): only used when kVnni.
-template <bool kVnni>
-inline __m256i dot_u8s8(__m256i acc, __m256i w, __m256i x) {
-  if constexpr (kVnni) return _mm256_dpbusd_avx_epi32(acc, w, x);
-  return acc;  // not reached: the AVX2 kernels go through s16 sums
-}
-
-// acc + a.lo * b.lo + a.hi * b.hi per int32 lane (int16 pairs).
-template <bool kVnni>
-inline __m256i dot_s16(__m256i acc, __m256i a, __m256i b) {
-  if constexpr (kVnni) return _mm256_dpwssd_avx_epi32(acc, a, b);
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
 }
 
 // Lane mask (all ones = store) of rows 8h..8h+7 of group g inside [o_begin, o_end).
@@ -64,9 +53,10 @@ inline __m256i half_mask(const GemmArgs& a, int64_t g, int h) {
 
 // Q4_K: halves h0..h0+NH-1 of one group (w: its super-blocks) x NT tokens starting at x (token rows
 // n_sb blocks apart), bs32 the matching activation sums of 32; y points at row 8 h0 of the group.
-template <bool kVnni, int NH, int NT>
+template <class Dot, int NH, int NT>
 void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs32,
                float* y, int64_t ldy, const __m256i* mask, Prefetcher::Span pf) {
+  constexpr bool kVnni = Dot::kVnni;
   const int64_t pf_per = pf.per_step(n_sb);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NT][NH];
@@ -97,7 +87,7 @@ void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
           const __m256i bx = bcast32(x[t * n_sb + sb].qs + 32 * j + 4 * p);
           for (int h = 0; h < NH; ++h) {
             if constexpr (kVnni) {
-              is[t][h] = dot_u8s8<kVnni>(is[t][h], lo[h], bx);
+              is[t][h] = Dot::u8s8(is[t][h], lo[h], bx);
             } else {
               is[t][h] = _mm256_add_epi16(is[t][h], _mm256_maddubs_epi16(lo[h], bx));
             }
@@ -114,7 +104,7 @@ void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
           const __m256i bx = bcast32(x[t * n_sb + sb].qs + 32 * j + 16 + 4 * p);
           for (int h = 0; h < NH; ++h) {
             if constexpr (kVnni) {
-              is[t][h] = dot_u8s8<kVnni>(is[t][h], hi[h], bx);
+              is[t][h] = Dot::u8s8(is[t][h], hi[h], bx);
             } else {
               is[t][h] = _mm256_add_epi16(is[t][h], _mm256_maddubs_epi16(hi[h], bx));
             }
@@ -148,7 +138,7 @@ void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
       }
       for (int t = 0; t < NT; ++t) {
         const __m256i bs = bcast32(bs32 + (t * n_sb + sb) * 8 + 2 * p);
-        for (int h = 0; h < NH; ++h) macc[t][h] = dot_s16<kVnni>(macc[t][h], mp[h], bs);
+        for (int h = 0; h < NH; ++h) macc[t][h] = Dot::s16(macc[t][h], mp[h], bs);
       }
     }
     for (int h = 0; h < NH; ++h) {
@@ -168,9 +158,10 @@ void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
 }
 
 // Q6_K: as q4_K_tile without bs32 (the -32 of q enters through the activation bsums).
-template <bool kVnni, int NH, int NT>
+template <class Dot, int NH, int NT>
 void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K* x, float* y, int64_t ldy,
                const __m256i* mask, Prefetcher::Span pf) {
+  constexpr bool kVnni = Dot::kVnni;
   const int64_t pf_per = pf.per_step(n_sb);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m30 = _mm256_set1_epi8(0x30);
@@ -192,7 +183,7 @@ void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales[s][8 * (h0 + h)])));
         const __m256i off = _mm256_mullo_epi16(pairs[h], _mm256_set1_epi16(-32));  // -32 * (sc[2s], sc[2s+1])
         for (int t = 0; t < NT; ++t)
-          sacc[t][h] = dot_s16<kVnni>(sacc[t][h], off, bcast32(x[t * n_sb + sb].bsums + 2 * s));
+          sacc[t][h] = Dot::s16(sacc[t][h], off, bcast32(x[t * n_sb + sb].bsums + 2 * s));
       }
       __m256i ia[NT][NH], ib[NT][NH];  // sub-blocks 2s (low nibbles) and 2s + 1 (high nibbles)
       for (int t = 0; t < NT; ++t) {
@@ -220,8 +211,8 @@ void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
           const __m256i bl = bcast32(xq), bh = bcast32(xq + 16);
           for (int h = 0; h < NH; ++h) {
             if constexpr (kVnni) {
-              ia[t][h] = dot_u8s8<kVnni>(ia[t][h], lo[h], bl);
-              ib[t][h] = dot_u8s8<kVnni>(ib[t][h], hi[h], bh);
+              ia[t][h] = Dot::u8s8(ia[t][h], lo[h], bl);
+              ib[t][h] = Dot::u8s8(ib[t][h], hi[h], bh);
             } else if ((p & 1) == 0) {
               ia[t][h] = _mm256_maddubs_epi16(lo[h], bl);
               ib[t][h] = _mm256_maddubs_epi16(hi[h], bh);
@@ -276,26 +267,26 @@ void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
 // Drivers.
 
 // Q4_K, all tokens of one group (16-row tiles).
-template <bool kVnni>
+template <class Dot>
 void q4_K_token_tiles(const Q4KBlock* wg, const GemmArgs& a, float* y0, const __m256i* mask, Prefetcher& pf) {
   const TokenSplit ts = split_tokens(a.n_tokens);
   auto bs_at = [&](int64_t t) { return a.bs32 + t * a.n_sb * 8; };
   int64_t t = 0;
   for (int64_t i = 0; i < ts.n4; ++i, t += 4) {
-    q4_K_tile<kVnni, 2, 4>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask, pf.take());
+    q4_K_tile<Dot, 2, 4>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask, pf.take());
   }
   for (int64_t i = 0; i < ts.n3; ++i, t += 3) {
-    q4_K_tile<kVnni, 2, 3>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask, pf.take());
+    q4_K_tile<Dot, 2, 3>(wg, 0, a.n_sb, a.x + t * a.n_sb, bs_at(t), y0 + t * a.ldy, a.ldy, mask, pf.take());
   }
   const Prefetcher::Span rest_pf = pf.take();
   const auto* x = a.x + t * a.n_sb;
   float* y = y0 + t * a.ldy;
   switch (ts.rest) {
     case 1:
-      q4_K_tile<kVnni, 2, 1>(wg, 0, a.n_sb, x, bs_at(t), y, a.ldy, mask, rest_pf);
+      q4_K_tile<Dot, 2, 1>(wg, 0, a.n_sb, x, bs_at(t), y, a.ldy, mask, rest_pf);
       break;
     case 2:
-      q4_K_tile<kVnni, 2, 2>(wg, 0, a.n_sb, x, bs_at(t), y, a.ldy, mask, rest_pf);
+      q4_K_tile<Dot, 2, 2>(wg, 0, a.n_sb, x, bs_at(t), y, a.ldy, mask, rest_pf);
       break;
     default:
       rest_pf.step(0, rest_pf.lines);
@@ -305,7 +296,7 @@ void q4_K_token_tiles(const Q4KBlock* wg, const GemmArgs& a, float* y0, const __
 
 // Q4_K: 16-row tiles; the next group's weights are prefetched during this group's token tiles, also
 // past g_end (the thread's next work item usually starts there) but not past the matrix.
-template <bool kVnni>
+template <class Dot>
 void gemm_q4_K_ymm(const GemmArgs& a) {
   const auto* w = static_cast<const Q4KBlock*>(a.w);
   const int64_t tiles = split_tokens(a.n_tokens).tiles();
@@ -314,13 +305,13 @@ void gemm_q4_K_ymm(const GemmArgs& a) {
     const Q4KBlock* wg = w + g * a.n_sb;
     Prefetcher pf(wg + a.n_sb, g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Q4KBlock)) : 0,
                   tiles);
-    q4_K_token_tiles<kVnni>(wg, a, a.y + g * kRows, mask, pf);
+    q4_K_token_tiles<Dot>(wg, a, a.y + g * kRows, mask, pf);
   }
 }
 
 // Q6_K: 8-row tiles of 4 tokens, then one tile of the 1-3 left (3-token remainder tiles as for Q4_K
 // measured a few % slower here on the AVX2 path), and the next group prefetched as for Q4_K.
-template <bool kVnni>
+template <class Dot>
 void gemm_q6_K_ymm(const GemmArgs& a) {
   const auto* w = static_cast<const Q6KBlock*>(a.w);
   const int64_t tiles = 2 * ((a.n_tokens + 3) / 4);
@@ -334,19 +325,19 @@ void gemm_q6_K_ymm(const GemmArgs& a) {
       float* yg = a.y + g * kRows + 8 * h;
       int64_t t = 0;
       for (; t + 4 <= a.n_tokens; t += 4) {
-        q6_K_tile<kVnni, 1, 4>(wg, h, a.n_sb, a.x + t * a.n_sb, yg + t * a.ldy, a.ldy, &mask, pf.take());
+        q6_K_tile<Dot, 1, 4>(wg, h, a.n_sb, a.x + t * a.n_sb, yg + t * a.ldy, a.ldy, &mask, pf.take());
       }
       const auto* x = a.x + t * a.n_sb;
       const Prefetcher::Span rest_pf = pf.take();
       switch (a.n_tokens - t) {
         case 1:
-          q6_K_tile<kVnni, 1, 1>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask, rest_pf);
+          q6_K_tile<Dot, 1, 1>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask, rest_pf);
           break;
         case 2:
-          q6_K_tile<kVnni, 1, 2>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask, rest_pf);
+          q6_K_tile<Dot, 1, 2>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask, rest_pf);
           break;
         case 3:
-          q6_K_tile<kVnni, 1, 3>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask, rest_pf);
+          q6_K_tile<Dot, 1, 3>(wg, h, a.n_sb, x, yg + t * a.ldy, a.ldy, &mask, rest_pf);
           break;
         default:
           rest_pf.step(0, rest_pf.lines);
