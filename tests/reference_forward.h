@@ -8,8 +8,8 @@
 //      a_h = softmax(q_h K_{h/(n_head/n_kv)}^T / sqrt(hd)) V_{h/(n_head/n_kv)}, no mask; x += Wo a;
 //      h = rmsnorm(x) * g2; x += Wdown (silu(Wgate h) * (Wup h)); logits = Wout rmsnorm(x) * gout.
 //    It rounds each matrix input the way the path under test does (flags below): to Q8_K before a
-//    Q4_K / Q6_K matrix (what ggml-cpu, our CPU forward and the GPU int8 path do), to f16 where the
-//    GPU reads f16.
+//    Q4_K / Q5_K / Q6_K matrix and to Q8_0 before a Q8_0 matrix (what ggml-cpu and our CPU forward
+//    do; the GPU int8 path for Q4_K / Q6_K too), to f16 where the GPU reads f16.
 // 2. The llama.cpp logits in ../shared/reference/logits (ref_logits, CPU, flash attention off; float16
 //    [n_tokens][n_vocab], token ids int32): loading, per-row figures, and issue 2's bounds.
 #pragma once
@@ -61,6 +61,22 @@ inline std::vector<double> q8k_round_trip(const std::vector<double>& x) {
   return y;
 }
 
+/// Q8_0 round trip of one row (n a multiple of 32), as ggml-cpu's x86 quantize_row_q8_0 defines it:
+/// per block of 32, amax = max |x|, d = f16(amax / 127), q = round-half-even(x * (127 / amax)) (f32
+/// arithmetic), value q * d.
+inline std::vector<double> q80_round_trip(const std::vector<double>& x) {
+  std::vector<double> y(x.size(), 0.0);
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0;
+    for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(static_cast<float>(x[b + j])));
+    if (amax == 0) continue;
+    const double d = static_cast<double>(static_cast<_Float16>(amax / 127.0f));
+    const float id = 127.0f / amax;
+    for (size_t j = 0; j < 32; ++j) y[b + j] = std::nearbyint(static_cast<float>(x[b + j]) * id) * d;
+  }
+  return y;
+}
+
 /// v rounded to the nearest IEEE binary16 value (through f32, round to nearest even).
 inline double round_to_f16(double v) {
   return static_cast<double>(static_cast<_Float16>(static_cast<float>(v)));
@@ -73,7 +89,7 @@ struct ReferenceForward {
 
   const SyntheticModel& m;
   bool neox = false;        ///< RoPE pairs (i, i + hd/2) (Dream, NEOX) instead of (2i, 2i+1) (LLaDA)
-  bool q8k_inputs = true;   ///< the input of a Q4_K / Q6_K matrix is rounded to Q8_K first
+  bool q8k_inputs = true;   ///< the input of a quantized matrix is rounded first (Q8_K; Q8_0 for Q8_0)
   bool f16_floats = false;  ///< F32 / F16 / BF16 matrices: weights and input rounded to f16 (GPU)
   bool f16_quants = false;  ///< Q4_K / Q6_K too, after the Q8_K rounding (GPU cuBLAS path: f16 scratch)
 
@@ -82,9 +98,11 @@ struct ReferenceForward {
   Vec matvec(const std::string& name, const Vec& x) const {
     const Vec& w = m[name];
     const auto type = m.types.at(name);
-    const bool quantized = type == gguf::GgmlType::Q4_K || type == gguf::GgmlType::Q6_K;
+    using gguf::GgmlType;
+    const bool q80 = type == GgmlType::Q8_0;
+    const bool quantized = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K || q80;
     const bool f16 = quantized ? f16_quants : f16_floats;
-    Vec xin = quantized && q8k_inputs ? q8k_round_trip(x) : x;
+    Vec xin = quantized && q8k_inputs ? (q80 ? q80_round_trip(x) : q8k_round_trip(x)) : x;
     if (f16)
       for (double& v : xin) v = round_to_f16(v);
     const size_t n_in = x.size(), n_out = w.size() / n_in;

@@ -1,6 +1,7 @@
-// make_matrix: picks the kernel for a weight type and ISA. Q4_K and Q6_K weights are repacked into the
-// interleaved 16-row layout of cpu/qgemm.h and multiplied by the kernel of the chosen ISA (scalar,
-// AVX2, AVX-VNNI, AVX-512 VNNI); every other type uses the portable reference matrices (matmul_ref.cpp).
+// make_matrix: picks the kernel for a weight type and ISA. Q4_K, Q5_K, Q6_K and Q8_0 weights are
+// repacked into the interleaved 16-row layouts of cpu/qgemm.h and cpu/kernels/qgemm_bytes.h and
+// multiplied by the kernel of the chosen ISA (scalar, AVX2, AVX-VNNI, AVX-512 VNNI); every other type
+// uses the portable reference matrices (matmul_ref.cpp).
 #include "cpu/matmul.h"
 
 #include <algorithm>
@@ -10,7 +11,9 @@
 
 #include "base/error.h"
 #include "cpu/dispatch.h"
+#include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/qgemm.h"
+#include "quant/quant.h"
 
 namespace dllm::cpu {
 
@@ -32,44 +35,47 @@ namespace {
 
 using Kernel = void (*)(const qgemm::GemmArgs&);
 
-Kernel q4_K_kernel(Isa isa) {
+// The kernel of each packed layout for one path. q6_K8: Q6_K uses the Q6K8Block byte layout (the
+// AVX-512 path); u8: the Q8_0 kernel multiplies the activations + 128 (the VNNI paths).
+struct KernelSet {
+  Kernel q4_K, q5_K, q6_K, q8_0;
+  bool q6_K8 = false, u8 = false;
+};
+
+KernelSet kernel_set(Isa isa) {
+  using namespace qgemm;
   switch (isa) {
     case Isa::kAvx2:
-      return qgemm::gemm_q4_K_avx2;
+      return {gemm_q4_K_avx2, gemm_q5_K_avx2, gemm_q6_K_avx2, gemm_q8_0_avx2, false, false};
     case Isa::kAvxVnni:
-      return qgemm::gemm_q4_K_avxvnni;
+      return {gemm_q4_K_avxvnni, gemm_q5_K_avxvnni, gemm_q6_K_avxvnni, gemm_q8_0_avxvnni, false, true};
     case Isa::kAvx512Vnni:
-      return qgemm::gemm_q4_K_avx512;
+      return {gemm_q4_K_avx512, gemm_q5_K_avx512, gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true};
     case Isa::kScalar:
       break;
   }
-  return qgemm::gemm_q4_K_scalar;
+  return {gemm_q4_K_scalar, gemm_q5_K_scalar, gemm_q6_K_scalar, gemm_q8_0_scalar, false, false};
 }
 
-Kernel q6_K_kernel(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx2:
-      return qgemm::gemm_q6_K_avx2;
-    case Isa::kAvxVnni:
-      return qgemm::gemm_q6_K_avxvnni;
-    case Isa::kAvx512Vnni:
-      return qgemm::gemm_q6_K_avx512;
-    case Isa::kScalar:
-      break;
-  }
-  return qgemm::gemm_q6_K_scalar;
-}
-
-// A Q4_K or Q6_K matrix repacked into 16-row groups (Block = Q4KBlock or Q6KBlock). Owns its weights,
-// so the GGUF mapping's pages can be released after construction.
+// A Q4_K, Q5_K, Q6_K or Q8_0 matrix repacked into 16-row groups (Block = Q4KBlock, Q5KBlock, Q6KBlock,
+// Q6K8Block or Q80Block). Owns its weights, so the GGUF mapping's pages can be released after
+// construction.
 template <typename Block>
 class PackedMatrix final : public Matrix {
- public:
-  PackedMatrix(int64_t n_out, int64_t n_in, qgemm::AlignedArray<Block> blocks, Kernel kernel, bool q4)
-      : Matrix(n_out, n_in), blocks_(std::move(blocks)), kernel_(kernel), q4_(q4) {}
+  static constexpr bool kQ8_0 = std::is_same_v<Block, qgemm::Q80Block>;
+  static constexpr bool kBs32 =
+      std::is_same_v<Block, qgemm::Q4KBlock> || std::is_same_v<Block, qgemm::Q5KBlock>;
+  static constexpr bool kQ6K8 = std::is_same_v<Block, qgemm::Q6K8Block>;
 
-  bool wants_q8k() const override { return true; }
-  bool wants_q8u() const override { return std::is_same_v<Block, qgemm::Q6K8Block>; }
+ public:
+  // u8: the kernel reads the Q8_0 activations + 128 (GemmArgs::xu8); Q8_0 only.
+  PackedMatrix(int64_t n_out, int64_t n_in, qgemm::AlignedArray<Block> blocks, Kernel kernel, bool u8)
+      : Matrix(n_out, n_in), blocks_(std::move(blocks)), kernel_(kernel), u8_(u8) {}
+
+  bool wants_q8k() const override { return !kQ8_0; }
+  bool wants_q8u() const override { return kQ6K8; }
+  bool wants_q8_0() const override { return kQ8_0; }
+  bool wants_q8_0u() const override { return kQ8_0 && u8_; }
   // Two 16-row groups: the SIMD kernels' widest tile (one activation broadcast feeds both).
   int64_t row_granularity() const override { return 2 * qgemm::kRows; }
   bool owns_data() const override { return true; }
@@ -79,7 +85,7 @@ class PackedMatrix final : public Matrix {
     if (o_begin >= o_end || x.n_tokens <= 0) return;
     qgemm::GemmArgs a;
     a.w = blocks_.get();
-    a.n_sb = n_in_ / quant::kQK_K;
+    a.n_sb = n_in_ / (kQ8_0 ? quant::kQK8_0 : quant::kQK_K);
     a.g_begin = o_begin / qgemm::kRows;
     a.g_end = (o_end + qgemm::kRows - 1) / qgemm::kRows;
     a.n_groups = (n_out_ + qgemm::kRows - 1) / qgemm::kRows;
@@ -89,17 +95,19 @@ class PackedMatrix final : public Matrix {
     a.ldy = ldy;
     a.o_begin = o_begin;
     a.o_end = o_end;
-    if (q4_ && x.bs32 != nullptr) {
-      a.bs32 = x.bs32;
-    } else if (q4_) {
-      // Sums of 32 activations for the Q4_K min term, per call (the forward pass makes them once per
-      // input instead): a few adds per 32 inputs.
-      thread_local std::vector<int16_t> bs32;
-      bs32.resize(size_t(x.n_tokens * a.n_sb * 8));
-      qgemm::make_bs32(x.q8k, x.n_tokens, a.n_sb, bs32.data());
-      a.bs32 = bs32.data();
+    if constexpr (kBs32) {
+      if (x.bs32 != nullptr) {
+        a.bs32 = x.bs32;
+      } else {
+        // Sums of 32 activations for the min term, per call (the forward pass makes them once per
+        // input instead): a few adds per 32 inputs.
+        thread_local std::vector<int16_t> bs32;
+        bs32.resize(size_t(x.n_tokens * a.n_sb * 8));
+        qgemm::make_bs32(x.q8k, x.n_tokens, a.n_sb, bs32.data());
+        a.bs32 = bs32.data();
+      }
     }
-    if constexpr (std::is_same_v<Block, qgemm::Q6K8Block>) {
+    if constexpr (kQ6K8) {
       if (x.q8u != nullptr) {
         a.xu8 = x.q8u;
       } else {
@@ -110,46 +118,101 @@ class PackedMatrix final : public Matrix {
         a.xu8 = xu8.data();
       }
     }
+    if constexpr (kQ8_0) {
+      // The Q8_0 rounding of the input (and its unsigned bytes), per call when the caller did not
+      // make them once per input.
+      thread_local std::vector<quant::block_q8_0> q80;
+      thread_local std::vector<uint8_t> q80u;
+      a.x80 = x.q8_0;
+      if (a.x80 == nullptr) {
+        q80.resize(size_t(x.n_tokens * a.n_sb));
+        for (int64_t t = 0; t < x.n_tokens; ++t)
+          quant::quantize_row_q8_0(x.f32 + t * n_in_, q80.data() + t * a.n_sb, n_in_);
+        a.x80 = q80.data();
+      }
+      if (u8_) {
+        a.xu8 = x.q8_0 != nullptr ? x.q8_0u : nullptr;
+        if (a.xu8 == nullptr) {
+          q80u.resize(size_t(x.n_tokens * n_in_));
+          qgemm::make_u8_q8_0(a.x80, x.n_tokens, a.n_sb, q80u.data());
+          a.xu8 = q80u.data();
+        }
+      }
+    }
     kernel_(a);
   }
 
  private:
   qgemm::AlignedArray<Block> blocks_;
   Kernel kernel_;
-  bool q4_;
+  bool u8_;
 };
+
+// make_matrix for the packed types over `k`; nullptr for the other types.
+std::unique_ptr<Matrix> make_packed(const gguf::TensorInfo& tensor, const uint8_t* data, const KernelSet& k) {
+  using gguf::GgmlType;
+  const GgmlType type = tensor.type;
+  if (type != GgmlType::Q4_K && type != GgmlType::Q5_K && type != GgmlType::Q6_K && type != GgmlType::Q8_0) {
+    return nullptr;
+  }
+  const int64_t n_in = tensor.ne[0];
+  const int64_t n_out = tensor.ne[1] * tensor.ne[2] * tensor.ne[3];
+  const int64_t block = type == GgmlType::Q8_0 ? quant::kQK8_0 : quant::kQK_K;
+  if (n_in <= 0 || n_in % block != 0) {
+    throw Error("tensor " + tensor.name + ": row length " + std::to_string(n_in) + " is not a multiple of " +
+                std::to_string(block) + ", as " + gguf::type_name(type) + " requires");
+  }
+  switch (type) {
+    case GgmlType::Q4_K: {
+      auto blocks = qgemm::pack_q4_K(reinterpret_cast<const quant::block_q4_K*>(data), n_out, n_in);
+      return std::make_unique<PackedMatrix<qgemm::Q4KBlock>>(n_out, n_in, std::move(blocks), k.q4_K, false);
+    }
+    case GgmlType::Q5_K: {
+      auto blocks = qgemm::pack_q5_K(reinterpret_cast<const quant::block_q5_K*>(data), n_out, n_in);
+      return std::make_unique<PackedMatrix<qgemm::Q5KBlock>>(n_out, n_in, std::move(blocks), k.q5_K, false);
+    }
+    case GgmlType::Q8_0: {
+      auto blocks = qgemm::pack_q8_0(reinterpret_cast<const quant::block_q8_0*>(data), n_out, n_in);
+      return std::make_unique<PackedMatrix<qgemm::Q80Block>>(n_out, n_in, std::move(blocks), k.q8_0, k.u8);
+    }
+    default:
+      break;
+  }
+  if (k.q6_K8) {
+    // The byte layout: 1.3x the bytes of Q6KBlock, but the kernel no longer spends most of its
+    // instructions unpacking (docs/kernels.md).
+    auto blocks = qgemm::pack_q6_K8(reinterpret_cast<const quant::block_q6_K*>(data), n_out, n_in);
+    return std::make_unique<PackedMatrix<qgemm::Q6K8Block>>(n_out, n_in, std::move(blocks), k.q6_K, false);
+  }
+  auto blocks = qgemm::pack_q6_K(reinterpret_cast<const quant::block_q6_K*>(data), n_out, n_in);
+  return std::make_unique<PackedMatrix<qgemm::Q6KBlock>>(n_out, n_in, std::move(blocks), k.q6_K, false);
+}
+
+bool packed_type(gguf::GgmlType type) {
+  using gguf::GgmlType;
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K || type == GgmlType::Q8_0;
+}
 
 }  // namespace
 
 std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa) {
-  const bool q4 = tensor.type == gguf::GgmlType::Q4_K;
-  const bool q6 = tensor.type == gguf::GgmlType::Q6_K;
-  if (!q4 && !q6) return make_matrix_ref(tensor, data);
+  if (!packed_type(tensor.type)) return make_matrix_ref(tensor, data);
   if (!isa_supported(isa)) {
     throw Error("tensor " + tensor.name + ": kernel path " + isa_name(isa) +
                 " is not supported by this CPU; use --isa auto");
   }
-  const int64_t n_in = tensor.ne[0];
-  const int64_t n_out = tensor.ne[1] * tensor.ne[2] * tensor.ne[3];
-  if (n_in <= 0 || n_in % quant::kQK_K != 0) {
-    throw Error("tensor " + tensor.name + ": row length " + std::to_string(n_in) +
-                " is not a multiple of 256, as " + (q4 ? "Q4_K" : "Q6_K") + " requires");
+  return make_packed(tensor, data, kernel_set(isa));
+}
+
+std::unique_ptr<Matrix> make_matrix_vnni_emulated(const gguf::TensorInfo& tensor, const uint8_t* data) {
+  if (!packed_type(tensor.type)) return make_matrix_ref(tensor, data);
+  if (!isa_supported(Isa::kAvx2)) {
+    throw Error("tensor " + tensor.name + ": the emulated VNNI kernels need AVX2, which this CPU lacks");
   }
-  if (q4) {
-    auto blocks = qgemm::pack_q4_K(reinterpret_cast<const quant::block_q4_K*>(data), n_out, n_in);
-    return std::make_unique<PackedMatrix<qgemm::Q4KBlock>>(n_out, n_in, std::move(blocks), q4_K_kernel(isa),
-                                                           true);
-  }
-  if (isa == Isa::kAvx512Vnni) {
-    // The byte layout: 1.3x the bytes of Q6KBlock, but the kernel no longer spends most of its
-    // instructions unpacking (docs/kernels.md).
-    auto blocks = qgemm::pack_q6_K8(reinterpret_cast<const quant::block_q6_K*>(data), n_out, n_in);
-    return std::make_unique<PackedMatrix<qgemm::Q6K8Block>>(n_out, n_in, std::move(blocks),
-                                                            qgemm::gemm_q6_K8_avx512, false);
-  }
-  auto blocks = qgemm::pack_q6_K(reinterpret_cast<const quant::block_q6_K*>(data), n_out, n_in);
-  return std::make_unique<PackedMatrix<qgemm::Q6KBlock>>(n_out, n_in, std::move(blocks), q6_K_kernel(isa),
-                                                         false);
+  using namespace qgemm;
+  return make_packed(
+      tensor, data,
+      KernelSet{gemm_q4_K_vnniemu, gemm_q5_K_vnniemu, gemm_q6_K_vnniemu, gemm_q8_0_vnniemu, false, true});
 }
 
 }  // namespace dllm::cpu

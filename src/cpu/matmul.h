@@ -34,6 +34,13 @@ struct Activations {
   /// Optional: the Q8_K values + 128 as unsigned bytes (n_tokens x n_in; qgemm::make_u8), which the
   /// AVX-512 Q6_K kernel multiplies; nullptr: every multiply() call of such a matrix makes its own.
   const uint8_t* q8u = nullptr;
+  /// Optional: the rows rounded to Q8_0 (n_tokens x n_in/32 blocks, row-major;
+  /// quant::quantize_row_q8_0), which Q8_0 matrices multiply (ggml-cpu's activation format for Q8_0
+  /// weights); nullptr: every multiply() call of such a matrix quantizes f32 itself.
+  const quant::block_q8_0* q8_0 = nullptr;
+  /// Optional, read only with q8_0: its values + 128 as unsigned bytes (n_tokens x n_in;
+  /// qgemm::make_u8_q8_0) for the VNNI Q8_0 kernels; nullptr: such a matrix makes them per call.
+  const uint8_t* q8_0u = nullptr;
 };
 
 /// A weight of n_out rows x n_in columns (GGUF ne = [n_in, n_out]).
@@ -42,10 +49,15 @@ class Matrix {
   virtual ~Matrix() = default;
   int64_t n_out() const { return n_out_; }
   int64_t n_in() const { return n_in_; }
-  /// True when multiply() reads Activations::q8k (Q4_K, Q6_K), false when it reads f32.
+  /// True when multiply() reads Activations::q8k (Q4_K, Q5_K, Q6_K), false when it reads f32 or q8_0.
   virtual bool wants_q8k() const = 0;
   /// True when multiply() reads Activations::q8u if present (else it makes those bytes per call).
   virtual bool wants_q8u() const { return false; }
+  /// True when multiply() reads Activations::q8_0 (Q8_0 weights) if present (else it quantizes f32
+  /// per call).
+  virtual bool wants_q8_0() const { return false; }
+  /// True when multiply() also reads Activations::q8_0u if present (else it makes those bytes per call).
+  virtual bool wants_q8_0u() const { return false; }
   /// y[t * ldy + o] = sum_k W[o][k] * x[t][k] for every token t < x.n_tokens and o in [o_begin, o_end).
   /// Thread-safe for disjoint output ranges. y is f32, row stride ldy (>= n_out).
   virtual void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y,
@@ -61,14 +73,24 @@ class Matrix {
   int64_t n_in_;
 };
 
-/// Prepares `tensor` (bytes at `data`) for `isa`. Types with matrix kernels: Q4_K, Q6_K, F32, F16, BF16;
-/// throws dllm::Error "tensor <name> is <type>: matrix kernels exist for Q4_K, Q6_K, F32, F16, BF16"
-/// for any other type. A matrix either keeps pointing into `data` (the mapping must outlive it) or
-/// copies/repacks it, in which case owns_data() is true and the caller may release the mapped pages.
+/// Prepares `tensor` (bytes at `data`) for `isa`. Types with matrix kernels: Q4_K, Q5_K, Q6_K, Q8_0
+/// (repacked, the kernels of cpu/qgemm.h and cpu/kernels/qgemm_bytes.h), F32, F16, BF16; throws
+/// dllm::Error "tensor <name> is <type>: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16,
+/// BF16" for any other type, and "tensor <name>: row length <n> is not a multiple of <256 or 32>, as
+/// <type> requires" when a row is not whole blocks. A matrix either keeps pointing into `data` (the
+/// mapping must outlive it) or copies/repacks it, in which case owns_data() is true and the caller may
+/// release the mapped pages.
 std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa);
 
-/// The portable reference matrices (src/cpu/matmul_ref.cpp): Q4_K / Q6_K through quant's scalar
-/// vec_dot over Q8_K activations, F32 / F16 / BF16 through an f32 dot product.
+/// Tests only: make_matrix(tensor, data, Isa::kAvxVnni) for Q4_K, Q5_K, Q6_K, Q8_0 with the AVX-VNNI
+/// kernels' vpdpbusd / vpdpwssd replaced by exact AVX2 sequences (cpu/kernels/ymm_dot.h), so their
+/// logic runs on a CPU with AVX2 only. Other types as make_matrix. Throws dllm::Error when this CPU
+/// lacks AVX2.
+std::unique_ptr<Matrix> make_matrix_vnni_emulated(const gguf::TensorInfo& tensor, const uint8_t* data);
+
+/// The portable reference matrices (src/cpu/matmul_ref.cpp): Q4_K / Q5_K / Q6_K through quant's
+/// scalar vec_dot over Q8_K activations, Q8_0 through vec_dot_q8_0_q8_0 over Q8_0 activations,
+/// F32 / F16 / BF16 through an f32 dot product.
 std::unique_ptr<Matrix> make_matrix_ref(const gguf::TensorInfo& tensor, const uint8_t* data);
 
 /// The list kept in the error message above, so it stays true.

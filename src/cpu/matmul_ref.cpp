@@ -1,6 +1,7 @@
-// The portable reference matrices: Q4_K / Q6_K weights against Q8_K activations through quant's
-// scalar vec_dot (the integer arithmetic of ggml's *_generic dots, so they see what llama.cpp's CPU
-// backend sees), and F32 / F16 / BF16 weights against f32 activations. These are the oracle the
+// The portable reference matrices: Q4_K / Q5_K / Q6_K weights against Q8_K activations and Q8_0
+// weights against Q8_0 activations through quant's scalar vec_dot (the integer arithmetic of ggml's
+// *_generic dots, so they see what llama.cpp's CPU backend sees), and F32 / F16 / BF16 weights against
+// f32 activations. These are the oracle the
 // packed kernels are tested against; they are not fast, but each weight row is read once per call
 // and reused for every token while it is in L1.
 #include <string>
@@ -13,13 +14,13 @@
 
 namespace dllm::cpu {
 
-const char* const kMatrixKernelTypes = "Q4_K, Q6_K, F32, F16, BF16";
+const char* const kMatrixKernelTypes = "Q4_K, Q5_K, Q6_K, Q8_0, F32, F16, BF16";
 
 namespace {
 
 using gguf::GgmlType;
 
-/// Q4_K or Q6_K rows, read in place from the mapping.
+/// Q4_K, Q5_K or Q6_K rows, read in place from the mapping.
 template <typename Block, float (*VecDot)(const Block*, const quant::block_q8_K*, int64_t)>
 class KQuantMatrix final : public Matrix {
  public:
@@ -31,6 +32,37 @@ class KQuantMatrix final : public Matrix {
     for (int64_t o = o_begin; o < o_end; ++o) {
       const Block* w = reinterpret_cast<const Block*>(data_ + static_cast<uint64_t>(o) * row_bytes_);
       for (int64_t t = 0; t < x.n_tokens; ++t) y[t * ldy + o] = VecDot(w, x.q8k + t * nb, n_in_);
+    }
+  }
+
+ private:
+  const uint8_t* data_;
+  uint64_t row_bytes_;
+};
+
+/// Q8_0 rows, read in place from the mapping, against the Q8_0 activations (made per call from f32
+/// when the caller did not pass them).
+class Q80Matrix final : public Matrix {
+ public:
+  Q80Matrix(const gguf::TensorInfo& t, const uint8_t* data)
+      : Matrix(t.ne[1], t.ne[0]), data_(data), row_bytes_(t.row_bytes()) {}
+  bool wants_q8k() const override { return false; }
+  bool wants_q8_0() const override { return true; }
+  void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+    const int64_t nb = n_in_ / quant::kQK8_0;
+    const quant::block_q8_0* xq = x.q8_0;
+    std::vector<quant::block_q8_0> own;
+    if (xq == nullptr) {
+      own.resize(static_cast<size_t>(x.n_tokens * nb));
+      for (int64_t t = 0; t < x.n_tokens; ++t)
+        quant::quantize_row_q8_0(x.f32 + t * n_in_, own.data() + t * nb, n_in_);
+      xq = own.data();
+    }
+    for (int64_t o = o_begin; o < o_end; ++o) {
+      const auto* w =
+          reinterpret_cast<const quant::block_q8_0*>(data_ + static_cast<uint64_t>(o) * row_bytes_);
+      for (int64_t t = 0; t < x.n_tokens; ++t)
+        y[t * ldy + o] = quant::vec_dot_q8_0_q8_0(w, xq + t * nb, n_in_);
     }
   }
 
@@ -75,8 +107,12 @@ std::unique_ptr<Matrix> make_matrix_ref(const gguf::TensorInfo& tensor, const ui
   switch (tensor.type) {
     case GgmlType::Q4_K:
       return std::make_unique<KQuantMatrix<quant::block_q4_K, quant::vec_dot_q4_K_q8_K>>(tensor, data);
+    case GgmlType::Q5_K:
+      return std::make_unique<KQuantMatrix<quant::block_q5_K, quant::vec_dot_q5_K_q8_K>>(tensor, data);
     case GgmlType::Q6_K:
       return std::make_unique<KQuantMatrix<quant::block_q6_K, quant::vec_dot_q6_K_q8_K>>(tensor, data);
+    case GgmlType::Q8_0:
+      return std::make_unique<Q80Matrix>(tensor, data);
     case GgmlType::F32:
     case GgmlType::F16:
     case GgmlType::BF16:

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/qgemm.h"
 #include "cpu/qgemm_pack_walk.h"
 #include "quant/quant.h"
@@ -26,6 +27,8 @@ AlignedArray<T> aligned_zeros(size_t n) {
 template AlignedArray<Q4KBlock> aligned_zeros<Q4KBlock>(size_t);
 template AlignedArray<Q6KBlock> aligned_zeros<Q6KBlock>(size_t);
 template AlignedArray<Q6K8Block> aligned_zeros<Q6K8Block>(size_t);
+template AlignedArray<Q80Block> aligned_zeros<Q80Block>(size_t);
+template AlignedArray<Q5KBlock> aligned_zeros<Q5KBlock>(size_t);
 
 namespace {
 

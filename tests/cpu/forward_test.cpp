@@ -122,6 +122,19 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
   }
 }
 
+// Q4_K_M as llama-quantize writes it for a model with 8 or more experts: Q8_0 attn_k / attn_v and
+// Q5_K attn_output (the attention projections of the mixture-of-experts files, on a dense model).
+SyntheticSpec moe_attention_mix(const std::string& arch) {
+  SyntheticSpec s = make_spec(arch, WeightMix::kQ4KM);
+  for (int64_t i = 0; i < s.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    s.type_override[p + "attn_k.weight"] = gguf::GgmlType::Q8_0;
+    s.type_override[p + "attn_v.weight"] = gguf::GgmlType::Q8_0;
+    s.type_override[p + "attn_output.weight"] = gguf::GgmlType::Q5_K;
+  }
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, SyntheticForward,
     ::testing::Values(Case{"llada_f32", make_spec("llada", WeightMix::kF32), 1e-5},
@@ -129,7 +142,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llada_f16_bf16", make_spec("llada", WeightMix::kFloatMix), 1e-5},
                       Case{"dream_f16_bf16", make_spec("dream", WeightMix::kFloatMix), 1e-5},
                       Case{"llada_q4km", make_spec("llada", WeightMix::kQ4KM), 1e-5},
-                      Case{"dream_q4km", make_spec("dream", WeightMix::kQ4KM), 1e-5}),
+                      Case{"dream_q4km", make_spec("dream", WeightMix::kQ4KM), 1e-5},
+                      Case{"llada_q4km_moe_attention", moe_attention_mix("llada"), 1e-5},
+                      Case{"dream_q4km_moe_attention", moe_attention_mix("dream"), 1e-5}),
     [](const auto& info) { return info.param.name; });
 
 TEST(SyntheticForward, TiedOutputAndShortSequence) {
@@ -178,8 +193,8 @@ TEST(SyntheticForward, ThreadCountsGiveIdenticalLogits) {
 
 TEST(ForwardErrors, MatrixTypeWithoutKernel) {
   for (const auto& [name, type, type_name] :
-       {std::tuple{"blk.0.attn_q.weight", gguf::GgmlType::Q8_0, "Q8_0"},
-        std::tuple{"blk.1.ffn_down.weight", gguf::GgmlType::Q5_K, "Q5_K"},
+       {std::tuple{"blk.0.attn_q.weight", gguf::GgmlType::Q4_0, "Q4_0"},
+        std::tuple{"blk.1.ffn_down.weight", gguf::GgmlType::Q3_K, "Q3_K"},
         std::tuple{"output.weight", gguf::GgmlType::Q2_K, "Q2_K"}}) {
     SyntheticSpec spec = make_spec("llada", WeightMix::kQ4KM);
     spec.type_override = {{name, type}};
@@ -191,7 +206,7 @@ TEST(ForwardErrors, MatrixTypeWithoutKernel) {
     opt.max_tokens = 4;
     expect_error([&] { cpu::CpuForward fwd(model, opt); },
                  std::string("tensor ") + name + " is " + type_name +
-                     ": matrix kernels exist for Q4_K, Q6_K, F32, F16, BF16");
+                     ": matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16, BF16");
   }
 }
 

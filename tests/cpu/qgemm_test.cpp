@@ -1,11 +1,14 @@
-// The packed Q4_K / Q6_K GEMM (src/cpu/qgemm_*, make_matrix) on every ISA path this CPU supports.
+// The packed Q4_K / Q5_K / Q6_K / Q8_0 GEMM (src/cpu/qgemm_*, src/cpu/kernels/, make_matrix) on every
+// ISA path this CPU supports, plus the AVX-VNNI kernels with their VNNI instructions emulated in AVX2
+// (make_matrix_vnni_emulated), which runs the VNNI code paths on CPUs without VNNI.
 //
 // Oracle: an f64 GEMM over the weights as quant::dequantize_row decodes them (the quant library's
-// decoder, not the repacking code) and the Q8_K activations as d * qs. The kernels compute exact int32
-// sums per sub-block, so they differ from that only by f32 rounding of a few products per super-block
-// and of the sum over super-blocks; the bound below is written from that count, and two controls
-// justify it: the reference matrices (make_matrix_ref, ggml's generic dot order) stay inside it, and a
-// weight moved by one quantization step falls outside it.
+// decoder, not the repacking code) and the activations as d * qs (Q8_K for the K-quants, Q8_0 for
+// Q8_0, each made by the quant library's quantizer). The kernels compute exact int32 sums per
+// sub-block, so they differ from that only by f32 rounding of a few products per scale block and of
+// the sum over the blocks; the bound below is written from that count, and two controls justify it:
+// the reference matrices (make_matrix_ref, ggml's generic dot order) stay inside it, and a weight moved
+// by one quantization step falls outside it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 
 #include "base/error.h"
 #include "cpu/dispatch.h"
+#include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/matmul.h"
 #include "cpu/qgemm.h"
 #include "quant/quant.h"
@@ -37,11 +41,12 @@ struct Weights {
   GgmlType type;
   int64_t n_out = 0, n_in = 0;
   std::vector<uint8_t> bytes;  // GGUF blocks, row-major
-  std::vector<double> pieces;  // n_out x n_in: |d sc q| + |dmin m| (Q4_K) or |d sc (q - 32)| (Q6_K)
-  std::vector<double> exact;   // n_out x n_in: d sc q - dmin m or d sc (q - 32), in f64
+  std::vector<double>
+      pieces;  // n_out x n_in: |d sc q| + |dmin m| (Q4_K, Q5_K), |d sc (q - 32)| (Q6_K), |d q| (Q8_0)
+  std::vector<double> exact;  // n_out x n_in: d sc q - dmin m, d sc (q - 32) or d q, in f64
   gguf::TensorInfo info() const {
     gguf::TensorInfo t;
-    t.name = type == GgmlType::Q4_K ? "blk.0.ffn_up.weight" : "blk.0.ffn_down.weight";
+    t.name = "blk.0.attn_k.weight";
     t.n_dims = 2;
     t.ne[0] = n_in;
     t.ne[1] = n_out;
@@ -142,8 +147,97 @@ Weights random_q6_K(int64_t n_out, int64_t n_in, uint64_t seed) {
   return w;
 }
 
+// Q5_K: as Q4_K with q = 0..31; bit 4 of value l of sub-block j goes to bit j of qh[l].
+Weights random_q5_K(int64_t n_out, int64_t n_in, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> u6(1, 63), u5(0, 31);
+  std::uniform_real_distribution<float> ud(0.5f, 1.0f);
+  Weights w{GgmlType::Q5_K, n_out, n_in, {}, {}, {}};
+  const int64_t nb = n_in / 256;
+  w.bytes.resize(size_t(n_out * nb) * sizeof(quant::block_q5_K));
+  w.pieces.resize(size_t(n_out * n_in));
+  w.exact.resize(size_t(n_out * n_in));
+  auto* blocks = reinterpret_cast<quant::block_q5_K*>(w.bytes.data());
+  for (int64_t o = 0; o < n_out; ++o) {
+    for (int64_t b = 0; b < nb; ++b) {
+      quant::block_q5_K& blk = blocks[o * nb + b];
+      const uint16_t d16 = quant::fp32_to_fp16(5e-4f * row_magnitude(o) * ud(rng));
+      const uint16_t dmin16 = quant::fp32_to_fp16(2e-3f * row_magnitude(o) * ud(rng));
+      blk.d = d16;
+      blk.dmin = dmin16;
+      uint8_t sc[8], m[8], q[256];
+      for (int j = 0; j < 8; ++j) {
+        sc[j] = uint8_t(u6(rng));
+        m[j] = uint8_t(u6(rng) - 1);
+      }
+      for (int j = 0; j < 4; ++j) {  // ggml get_scale_min_k4, inverted
+        blk.scales[j] = uint8_t((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+        blk.scales[j + 4] = uint8_t((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+        blk.scales[j + 8] = uint8_t((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
+      }
+      for (int v = 0; v < 256; ++v) q[v] = uint8_t(u5(rng));
+      for (int c = 0; c < 4; ++c) {
+        for (int l = 0; l < 32; ++l)
+          blk.qs[32 * c + l] = uint8_t((q[64 * c + l] & 15) | ((q[64 * c + 32 + l] & 15) << 4));
+      }
+      for (int l = 0; l < 32; ++l) {
+        blk.qh[l] = 0;
+        for (int j = 0; j < 8; ++j) blk.qh[l] |= uint8_t((q[32 * j + l] >> 4) << j);
+      }
+      const double d = quant::fp16_to_fp32(d16), dmin = quant::fp16_to_fp32(dmin16);
+      for (int v = 0; v < 256; ++v) {
+        w.pieces[size_t(o * n_in + b * 256 + v)] =
+            std::fabs(d * sc[v / 32] * q[v]) + std::fabs(dmin * m[v / 32]);
+        w.exact[size_t(o * n_in + b * 256 + v)] = d * sc[v / 32] * q[v] - dmin * m[v / 32];
+      }
+    }
+  }
+  return w;
+}
+
+// Q8_0: an f16 d per 32 values and int8 q over the whole range, -128 included (llama-quantize writes
+// -127..127, but the kernels must not depend on it).
+Weights random_q8_0(int64_t n_out, int64_t n_in, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> u8(-128, 127);
+  std::uniform_real_distribution<float> ud(0.5f, 1.0f);
+  Weights w{GgmlType::Q8_0, n_out, n_in, {}, {}, {}};
+  const int64_t nb = n_in / 32;
+  w.bytes.resize(size_t(n_out * nb) * sizeof(quant::block_q8_0));
+  w.pieces.resize(size_t(n_out * n_in));
+  w.exact.resize(size_t(n_out * n_in));
+  auto* blocks = reinterpret_cast<quant::block_q8_0*>(w.bytes.data());
+  for (int64_t o = 0; o < n_out; ++o) {
+    for (int64_t b = 0; b < nb; ++b) {
+      quant::block_q8_0& blk = blocks[o * nb + b];
+      blk.d = quant::fp32_to_fp16(1e-3f * row_magnitude(o) * ud(rng));
+      const double d = quant::fp16_to_fp32(blk.d);
+      for (int v = 0; v < 32; ++v) {
+        blk.qs[v] = int8_t(u8(rng));
+        w.exact[size_t(o * n_in + b * 32 + v)] = d * blk.qs[v];
+        w.pieces[size_t(o * n_in + b * 32 + v)] = std::fabs(d * blk.qs[v]);
+      }
+    }
+  }
+  return w;
+}
+
 Weights random_weights(GgmlType type, int64_t n_out, int64_t n_in, uint64_t seed) {
-  return type == GgmlType::Q4_K ? random_q4_K(n_out, n_in, seed) : random_q6_K(n_out, n_in, seed);
+  switch (type) {
+    case GgmlType::Q4_K:
+      return random_q4_K(n_out, n_in, seed);
+    case GgmlType::Q5_K:
+      return random_q5_K(n_out, n_in, seed);
+    case GgmlType::Q8_0:
+      return random_q8_0(n_out, n_in, seed);
+    default:
+      return random_q6_K(n_out, n_in, seed);
+  }
+}
+
+// Values per scale block of the activation format the type's kernels multiply (Q8_K or Q8_0).
+int64_t act_block(GgmlType type) {
+  return type == GgmlType::Q8_0 ? 32 : 256;
 }
 
 // The weights as the quant library decodes them (f32, as llama.cpp's dequantize_row_* gives them).
@@ -158,14 +252,30 @@ std::vector<float> dequantized(const Weights& w) {
 
 // ---------------------------------------------------------------------------------------------------
 // Activations: Gaussian rows at per-token scales; every third token is shifted positive (a nonzero
-// mean makes the Q4_K min and Q6_K offset terms large), and token 1's second block is all zero (d = 0).
+// mean makes the Q4_K / Q5_K min and Q6_K offset terms large), and token 1's second block of 256 is
+// all zero (d = 0). Rounded both to Q8_K (when n_in % 256 == 0) and to Q8_0.
 
 struct Acts {
   int64_t n_tokens = 0, n_in = 0;
   std::vector<float> f32;
   std::vector<quant::block_q8_K> q8k;
-  std::vector<double> deq;  // d * qs, the values the kernels really multiply
-  Activations view() const { return Activations{f32.data(), q8k.data(), n_tokens, n_in}; }
+  std::vector<quant::block_q8_0> q80;
+  std::vector<double> deq_k, deq_0;  // d * qs of q8k and q80: the values the kernels really multiply
+  // Made once per input, as the forward pass does (view(true)).
+  std::vector<int16_t> bs32;
+  std::vector<uint8_t> u8k, u80;
+  const std::vector<double>& deq(GgmlType type) const { return type == GgmlType::Q8_0 ? deq_0 : deq_k; }
+  // premade: also the per-input buffers; otherwise every multiply() makes its own.
+  Activations view(bool premade = false) const {
+    Activations v{f32.data(), q8k.empty() ? nullptr : q8k.data(), n_tokens, n_in};
+    v.q8_0 = q80.data();
+    if (premade) {
+      v.bs32 = bs32.empty() ? nullptr : bs32.data();
+      v.q8u = u8k.empty() ? nullptr : u8k.data();
+      v.q8_0u = u80.data();
+    }
+    return v;
+  }
 };
 
 Acts random_acts(int64_t n_tokens, int64_t n_in, uint64_t seed) {
@@ -181,14 +291,31 @@ Acts random_acts(int64_t n_tokens, int64_t n_in, uint64_t seed) {
     for (int64_t k = 0; k < n_in; ++k) a.f32[size_t(t * n_in + k)] = scale * (nd(rng) + shift);
     if (t == 1 && n_in >= 512) std::fill_n(a.f32.begin() + t * n_in + 256, 256, 0.0f);
   }
-  a.q8k.resize(size_t(n_tokens * n_in / 256));
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    quant::quantize_row_q8_K(a.f32.data() + t * n_in, a.q8k.data() + t * (n_in / 256), n_in);
+  if (n_in % 256 == 0) {
+    const int64_t nb = n_in / 256;
+    a.q8k.resize(size_t(n_tokens * nb));
+    for (int64_t t = 0; t < n_tokens; ++t)
+      quant::quantize_row_q8_K(a.f32.data() + t * n_in, a.q8k.data() + t * nb, n_in);
+    a.deq_k.resize(a.f32.size());
+    for (size_t i = 0; i < a.q8k.size(); ++i) {
+      for (int k = 0; k < 256; ++k) a.deq_k[i * 256 + size_t(k)] = double(a.q8k[i].d) * a.q8k[i].qs[k];
+    }
+    a.bs32.resize(a.q8k.size() * 8);
+    qgemm::make_bs32(a.q8k.data(), n_tokens, nb, a.bs32.data());
+    a.u8k.resize(a.f32.size());
+    qgemm::make_u8(a.q8k.data(), n_tokens, nb, a.u8k.data());
   }
-  a.deq.resize(a.f32.size());
-  for (size_t i = 0; i < a.q8k.size(); ++i) {
-    for (int k = 0; k < 256; ++k) a.deq[i * 256 + size_t(k)] = double(a.q8k[i].d) * a.q8k[i].qs[k];
+  const int64_t n80 = n_in / 32;
+  a.q80.resize(size_t(n_tokens * n80));
+  for (int64_t t = 0; t < n_tokens; ++t)
+    quant::quantize_row_q8_0(a.f32.data() + t * n_in, a.q80.data() + t * n80, n_in);
+  a.deq_0.resize(a.f32.size());
+  for (size_t i = 0; i < a.q80.size(); ++i) {
+    const double d = quant::fp16_to_fp32(a.q80[i].d);
+    for (int k = 0; k < 32; ++k) a.deq_0[i * 32 + size_t(k)] = d * a.q80[i].qs[k];
   }
+  a.u80.resize(a.f32.size());
+  qgemm::make_u8_q8_0(a.q80.data(), n_tokens, n80, a.u80.data());
   return a;
 }
 
@@ -200,18 +327,21 @@ struct Reference {
   std::vector<double> bound;  // n_tokens x n_out
 };
 
-// y64 = W x in f64. Bound per output: (n_sb + 8) u sum_k pieces_k |x_k|. Per super-block a kernel
-// rounds the int32 -> f32 conversions, the products by d, dmin and d_x and their difference (<= 4u of
-// the super-block's pieces); adding n_sb such terms in f32 costs at most (n_sb - 1) u of their sum;
-// the f32 weights the reference starts from carry <= 3u of their pieces. n_sb + 8 covers all three.
+// y64 = W x in f64. Bound per output: (n_sb + 8) u sum_k pieces_k |x_k|, n_sb the blocks with a scale
+// of their own per row (super-blocks of 256; Q8_0: blocks of 32). Per block a kernel rounds the int32
+// -> f32 conversions (exact for Q8_0's sums below 2^24), the products by d, dmin and d_x and their
+// difference (<= 4u of the block's pieces); adding n_sb such terms in f32 costs at most (n_sb - 1) u
+// of their sum; the f32 weights the reference starts from carry <= 3u of their pieces (0 for Q8_0:
+// d q is exact in f32). n_sb + 8 covers all three.
 Reference reference(const Weights& w, const Acts& a) {
   const std::vector<float> wf = dequantized(w);
-  const int64_t n_sb = w.n_in / 256;
+  const std::vector<double>& deq = a.deq(w.type);
+  const int64_t n_sb = w.n_in / act_block(w.type);
   Reference r;
   r.y.resize(size_t(a.n_tokens * w.n_out));
   r.bound.resize(r.y.size());
   for (int64_t t = 0; t < a.n_tokens; ++t) {
-    const double* x = a.deq.data() + t * w.n_in;
+    const double* x = deq.data() + t * w.n_in;
     for (int64_t o = 0; o < w.n_out; ++o) {
       const float* wr = wf.data() + o * w.n_in;
       const double* pr = w.pieces.data() + o * w.n_in;
@@ -250,36 +380,78 @@ double worst_ratio(const std::vector<float>& y, int64_t ldy, const Reference& re
   return worst;
 }
 
-// All rows through `m` in one call per `chunk` rows (chunk a multiple of 16, or 0 = one call).
-std::vector<float> run(const Matrix& m, const Acts& a, int64_t ldy, int64_t chunk = 0) {
+// All rows through `m` in one call per `chunk` rows (chunk a multiple of 16, or 0 = one call);
+// premade: with the per-input buffers the forward pass makes (Acts::view).
+std::vector<float> run(const Matrix& m, const Acts& a, int64_t ldy, int64_t chunk = 0, bool premade = false) {
   std::vector<float> y(size_t(a.n_tokens * ldy), std::numeric_limits<float>::quiet_NaN());
   const int64_t step = chunk > 0 ? chunk : m.n_out();
   for (int64_t o = 0; o < m.n_out(); o += step)
-    m.multiply(a.view(), o, std::min(o + step, m.n_out()), y.data(), ldy);
+    m.multiply(a.view(premade), o, std::min(o + step, m.n_out()), y.data(), ldy);
   return y;
 }
 
 // ---------------------------------------------------------------------------------------------------
 
+// A kernel path: an Isa through make_matrix, or the AVX-VNNI kernels with emulated VNNI instructions.
+enum class Path { kScalar, kAvx2, kAvxVnniEmulated, kAvxVnni, kAvx512Vnni };
+
+std::string path_name(Path p) {
+  switch (p) {
+    case Path::kScalar:
+      return "scalar";
+    case Path::kAvx2:
+      return "avx2";
+    case Path::kAvxVnniEmulated:
+      return "avxvnni_emulated";
+    case Path::kAvxVnni:
+      return "avxvnni";
+    case Path::kAvx512Vnni:
+      return "avx512vnni";
+  }
+  return "?";
+}
+
+// The Isa whose support a path needs (the emulation runs on AVX2).
+Isa path_isa(Path p) {
+  switch (p) {
+    case Path::kScalar:
+      return Isa::kScalar;
+    case Path::kAvx2:
+    case Path::kAvxVnniEmulated:
+      return Isa::kAvx2;
+    case Path::kAvxVnni:
+      return Isa::kAvxVnni;
+    case Path::kAvx512Vnni:
+      return Isa::kAvx512Vnni;
+  }
+  return Isa::kScalar;
+}
+
+std::unique_ptr<Matrix> make_for(Path p, const Weights& w) {
+  if (p == Path::kAvxVnniEmulated) return make_matrix_vnni_emulated(w.info(), w.bytes.data());
+  return make_matrix(w.info(), w.bytes.data(), path_isa(p));
+}
+
 struct Param {
-  Isa isa;
+  Path path;
   GgmlType type;
 };
 
 std::string param_name(const testing::TestParamInfo<Param>& p) {
-  return std::string(isa_name(p.param.isa)) + "_" + (p.param.type == GgmlType::Q4_K ? "Q4_K" : "Q6_K");
+  return path_name(p.param.path) + "_" + gguf::type_name(p.param.type);
 }
 
 class QGemm : public testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
-    if (!isa_supported(GetParam().isa)) {
-      GTEST_SKIP() << "this CPU/OS does not support the " << isa_name(GetParam().isa) << " path ("
+    if (!isa_supported(path_isa(GetParam().path))) {
+      GTEST_SKIP() << "this CPU/OS does not support the " << isa_name(path_isa(GetParam().path)) << " path ("
                    << describe_isa(best_isa()) << ")";
     }
   }
-  Isa isa() const { return GetParam().isa; }
+  Path path() const { return GetParam().path; }
   GgmlType type() const { return GetParam().type; }
+  std::unique_ptr<Matrix> make(const Weights& w) const { return make_for(path(), w); }
 
   // Packs random weights for this ISA, checks them against f64 on `n_tokens` tokens (row ranges of
   // `chunk` rows per call, output row stride n_out + pad) and against make_matrix_ref.
@@ -288,14 +460,18 @@ class QGemm : public testing::TestWithParam<Param> {
                  " tokens, chunk " + std::to_string(chunk));
     const Weights w = random_weights(type(), n_out, n_in, uint64_t(n_out * 131 + n_in * 7 + n_tokens));
     const Acts a = random_acts(n_tokens, n_in, uint64_t(n_tokens * 17 + n_in));
-    const auto m = make_matrix(w.info(), w.bytes.data(), isa());
+    const auto m = make(w);
     ASSERT_TRUE(m->owns_data());
-    ASSERT_TRUE(m->wants_q8k());
+    ASSERT_EQ(m->wants_q8k(), type() != GgmlType::Q8_0);
+    ASSERT_EQ(m->wants_q8_0(), type() == GgmlType::Q8_0);
     ASSERT_EQ(m->n_out(), n_out);
     ASSERT_EQ(m->n_in(), n_in);
     ASSERT_EQ(m->row_granularity() % qgemm::kRows, 0);  // work items hold whole groups
     const int64_t ldy = n_out + pad;
     const std::vector<float> y = run(*m, a, ldy, chunk);
+    // The buffers the forward pass makes once per input give the same bits as those a call makes.
+    const std::vector<float> y_premade = run(*m, a, ldy, chunk, true);
+    ASSERT_EQ(std::memcmp(y.data(), y_premade.data(), y.size() * sizeof(float)), 0);
     const Reference ref = reference(w, a);
     std::string where;
     const double worst = worst_ratio(y, ldy, ref, n_tokens, n_out, &where);
@@ -345,12 +521,25 @@ TEST_P(QGemm, SixHundredTokens) {
   check(37, 256, 600);
 }
 
+// The attention projections of the mixture-of-experts files: LLaDA-MoE's attn_k / attn_v (Q8_0)
+// and attn_output (Q5_K) take 2048 inputs, RND1's attn_output 4096; rows cut as the forward pass does.
+TEST_P(QGemm, MoeAttentionRows) {
+  check(64, 2048, 141, 32);
+}
+
+// Q8_0 rows need only whole blocks of 32: one block, and 3 blocks (96, not a multiple of 256).
+TEST_P(QGemm, RowLengthsOf32) {
+  if (type() != GgmlType::Q8_0) GTEST_SKIP() << "rows of a K-quant are whole super-blocks of 256";
+  check(16, 32, 1);
+  check(50, 96, 7);
+}
+
 // Row ranges split on 16-row boundaries compute the same values, bit for bit, as one call, and
 // never write outside their range (the forward pass runs them from several threads).
 TEST_P(QGemm, RowRangesAreIndependentAndExact) {
   const Weights w = random_weights(type(), 100, 512, 3);
   const Acts a = random_acts(7, 512, 4);
-  const auto m = make_matrix(w.info(), w.bytes.data(), isa());
+  const auto m = make(w);
   const std::vector<float> whole = run(*m, a, 100);
   std::vector<float> part(whole.size(), std::numeric_limits<float>::quiet_NaN());
   m->multiply(a.view(), 32, 80, part.data(), 100);
@@ -386,11 +575,17 @@ TEST_P(QGemm, BoundControls) {
   if (type() == GgmlType::Q4_K) {
     auto* blk = reinterpret_cast<quant::block_q4_K*>(w.bytes.data()) + 5 * nb + 2;
     blk->qs[0] ^= 1;
+  } else if (type() == GgmlType::Q5_K) {
+    auto* blk = reinterpret_cast<quant::block_q5_K*>(w.bytes.data()) + 5 * nb + 2;
+    blk->qs[0] ^= 1;
+  } else if (type() == GgmlType::Q8_0) {  // row 5, value 512 (block 16)
+    auto* blk = reinterpret_cast<quant::block_q8_0*>(w.bytes.data()) + 5 * (n_in / 32) + 16;
+    blk->qs[0] ^= 1;
   } else {
     auto* blk = reinterpret_cast<quant::block_q6_K*>(w.bytes.data()) + 5 * nb + 2;
     blk->ql[0] ^= 1;
   }
-  const auto m = make_matrix(w.info(), w.bytes.data(), isa());
+  const auto m = make(w);
   const std::vector<float> y = run(*m, a, n_out);
   double worst_row5 = 0;
   for (int64_t t = 0; t < n_tokens; ++t) {
@@ -400,19 +595,21 @@ TEST_P(QGemm, BoundControls) {
   EXPECT_GT(worst_row5, 1.0) << "a one-step weight change went unnoticed";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllPaths, QGemm,
-    testing::Values(Param{Isa::kScalar, GgmlType::Q4_K}, Param{Isa::kScalar, GgmlType::Q6_K},
-                    Param{Isa::kAvx2, GgmlType::Q4_K}, Param{Isa::kAvx2, GgmlType::Q6_K},
-                    Param{Isa::kAvxVnni, GgmlType::Q4_K}, Param{Isa::kAvxVnni, GgmlType::Q6_K},
-                    Param{Isa::kAvx512Vnni, GgmlType::Q4_K}, Param{Isa::kAvx512Vnni, GgmlType::Q6_K}),
-    param_name);
+std::vector<Param> all_params() {
+  std::vector<Param> v;
+  for (Path p : {Path::kScalar, Path::kAvx2, Path::kAvxVnniEmulated, Path::kAvxVnni, Path::kAvx512Vnni}) {
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) v.push_back({p, t});
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPaths, QGemm, testing::ValuesIn(all_params()), param_name);
 
 // The test's own encoder agrees with the quant library's decoder, so `pieces` describes the weights
 // the reference multiplies: |decoded - (d sc q - dmin m)| is within f32 rounding (3 roundings) of the
 // pieces.
 TEST(QGemmGenerator, EncoderMatchesQuantDecoder) {
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
     const Weights w = random_weights(type, 3, 512, 5);
     const std::vector<float> f = dequantized(w);
     for (size_t i = 0; i < f.size(); ++i) ASSERT_LE(std::fabs(f[i] - w.exact[i]), 3 * kU * w.pieces[i]) << i;
@@ -425,6 +622,12 @@ TEST(QGemmLayout, PackedSizeNearGgufSize) {
   const double q6 = double(sizeof(qgemm::Q6KBlock)) / (qgemm::kRows * sizeof(quant::block_q6_K));
   EXPECT_LT(q4, 1.03);  // 4.625 vs 4.5 bits per weight
   EXPECT_LT(q6, 1.01);  // 6.625 vs 6.5625
+  // The byte layouts trade memory for loads without unpacking (docs/kernels.md): Q8_0 9 vs 8.5 bits,
+  // Q5_K 8.625 vs 5.5 (these are the attention projections of mixture-of-experts files only).
+  const double q80 = double(sizeof(qgemm::Q80Block)) / (qgemm::kRows * sizeof(quant::block_q8_0));
+  const double q5 = double(sizeof(qgemm::Q5KBlock)) / (qgemm::kRows * sizeof(quant::block_q5_K));
+  EXPECT_LT(q80, 1.06);
+  EXPECT_LT(q5, 1.57);
 }
 
 // Types without a packed kernel go to the reference matrices.
@@ -438,6 +641,35 @@ TEST(QGemmDispatch, OtherTypesUseReferenceMatrices) {
   t.type = GgmlType::F32;
   const auto m = make_matrix(t, reinterpret_cast<const uint8_t*>(data.data()), best_isa());
   EXPECT_FALSE(m->wants_q8k());
+}
+
+// Types without matrix kernels, and rows that are not whole blocks, are refused with the message
+// make_matrix documents.
+TEST(QGemmDispatch, RefusesWithAClearMessage) {
+  std::vector<uint8_t> data(4096, 0);
+  gguf::TensorInfo t;
+  t.name = "blk.0.attn_k.weight";
+  t.n_dims = 2;
+  t.ne[0] = 64;
+  t.ne[1] = 2;
+  auto message = [&](GgmlType type, int64_t n_in) {
+    t.type = type;
+    t.ne[0] = n_in;
+    try {
+      make_matrix(t, data.data(), Isa::kScalar);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(
+      message(GgmlType::Q4_0, 64),
+      "tensor blk.0.attn_k.weight is Q4_0: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16, BF16");
+  EXPECT_EQ(message(GgmlType::Q8_0, 48),
+            "tensor blk.0.attn_k.weight: row length 48 is not a multiple of 32, as Q8_0 requires");
+  EXPECT_EQ(message(GgmlType::Q5_K, 288),
+            "tensor blk.0.attn_k.weight: row length 288 is not a multiple of 256, as Q5_K requires");
+  EXPECT_EQ(message(GgmlType::Q8_0, 64), "(no error)");
 }
 
 }  // namespace

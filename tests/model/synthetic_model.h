@@ -116,6 +116,37 @@ inline std::vector<uint8_t> random_tensor(gguf::GgmlType type, int64_t n, double
       }
       break;
     }
+    case GgmlType::Q5_K: {
+      // As Q4_K with q ~ U[0, 31] (4 bits in qs, the fifth in qh) and dmin = 15.5 d: centred sub-blocks,
+      // std ~ d * sc * 9.2.
+      auto* b = reinterpret_cast<quant::block_q5_K*>(out.data());
+      const float d = static_cast<float>(stddev / 370.0);
+      std::uniform_int_distribution<int> scale(16, 63);
+      for (int64_t i = 0; i < n / quant::kQK_K; ++i) {
+        b[i].d = f32_to_f16_bits(d);
+        b[i].dmin = f32_to_f16_bits(15.5f * d);
+        int sc[8];
+        for (int j = 0; j < 8; ++j) sc[j] = scale(rng);
+        for (int j = 0; j < 4; ++j) {  // m = sc
+          b[i].scales[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+          b[i].scales[j + 4] = b[i].scales[j];
+          b[i].scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | ((sc[j + 4] & 15) << 4));
+        }
+        for (auto& q : b[i].qh) q = static_cast<uint8_t>(byte(rng));
+        for (auto& q : b[i].qs) q = static_cast<uint8_t>(byte(rng));
+      }
+      break;
+    }
+    case GgmlType::Q8_0: {
+      // x = d * q, q ~ U[-127, 127] (what llama-quantize writes): std ~ d * 73.
+      auto* b = reinterpret_cast<quant::block_q8_0*>(out.data());
+      std::uniform_int_distribution<int> q(-127, 127);
+      for (int64_t i = 0; i < n / quant::kQK8_0; ++i) {
+        b[i].d = f32_to_f16_bits(static_cast<float>(stddev / 73.0));
+        for (auto& v : b[i].qs) v = static_cast<int8_t>(q(rng));
+      }
+      break;
+    }
     case GgmlType::Q6_K: {
       // x = d * sc * (q - 32), sc ~ U[-16, 16], q ~ U[0, 63]: std ~ d * 9.5 * 18.5.
       auto* b = reinterpret_cast<quant::block_q6_K*>(out.data());

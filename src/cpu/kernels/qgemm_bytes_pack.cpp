@@ -1,0 +1,85 @@
+// Load-time repacking of GGUF Q8_0 / Q5_K rows into the byte layouts of cpu/kernels/qgemm_bytes.h,
+// and the unsigned Q8_0 activation bytes the VNNI kernels read. Portable C++; runs once per matrix.
+// The GGUF layouts are read as ggml-common.h describes them (quant/blocks.h; the same reading as
+// quant/q8_0.cpp and quant/q5_k.cpp).
+#include "cpu/kernels/qgemm_bytes.h"
+#include "cpu/qgemm_pack_walk.h"
+#include "quant/quant.h"
+
+namespace dllm::cpu::qgemm {
+
+namespace {
+
+// The 6-bit scale and min of sub-block j from block_q5_K::scales, packed as in block_q4_K (ggml's
+// get_scale_min_k4): bytes 0-3 hold sc[0..3] in bits 0-5, bytes 4-7 hold m[0..3]; sub-blocks 4..7
+// keep their low 4 bits in bytes 8-11 (sc low nibble, m high nibble) and their top 2 bits in bits 6-7
+// of bytes 0-3 (sc) and 4-7 (m).
+void k_scale_min(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = uint8_t((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+    *m = uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+void pack_q8_0_row(const quant::block_q8_0& b, int r, Q80Block& o) {
+  o.d[r] = b.d;
+  int sum = 0;
+  for (int p = 0; p < 8; ++p) {
+    for (int k = 0; k < 4; ++k) {
+      o.qs[p][r][k] = b.qs[4 * p + k];
+      sum += b.qs[4 * p + k];
+    }
+  }
+  o.sum[r] = int16_t(sum);
+}
+
+// The 256 five-bit values of a block_q5_K, in order: value l (0..31) of sub-block j takes its low 4
+// bits from byte 32 (j / 2) + l of qs (low nibble for even j, high for odd j) and bit 4 from bit j of
+// qh[l].
+void q5_K_values(const quant::block_q5_K& b, uint8_t* q) {
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t* s = b.qs + 32 * (j / 2);
+    const int shift = 4 * (j & 1);
+    for (int l = 0; l < 32; ++l)
+      q[32 * j + l] = uint8_t(((s[l] >> shift) & 0xF) | (((b.qh[l] >> j) & 1) << 4));
+  }
+}
+
+void pack_q5_K_row(const quant::block_q5_K& b, int r, Q5KBlock& o) {
+  o.d[r] = b.d;
+  o.dmin[r] = b.dmin;
+  uint8_t m[8];
+  for (int j = 0; j < 8; ++j) k_scale_min(b.scales, j, &o.scales[j][r], &m[j]);
+  for (int p = 0; p < 4; ++p) {
+    o.mins[p][r][0] = m[2 * p];
+    o.mins[p][r][1] = m[2 * p + 1];
+  }
+  uint8_t q[quant::kQK_K];
+  q5_K_values(b, q);
+  for (int j = 0; j < 8; ++j) {
+    for (int p = 0; p < 8; ++p) {
+      for (int k = 0; k < 4; ++k) o.q[j][p][r][k] = q[32 * j + 4 * p + k];
+    }
+  }
+}
+
+}  // namespace
+
+AlignedArray<Q80Block> pack_q8_0(const quant::block_q8_0* src, int64_t n_out, int64_t n_in) {
+  return pack_groups<Q80Block>(src, n_out, n_in, pack_q8_0_row, quant::kQK8_0);
+}
+
+AlignedArray<Q5KBlock> pack_q5_K(const quant::block_q5_K* src, int64_t n_out, int64_t n_in) {
+  return pack_groups<Q5KBlock>(src, n_out, n_in, pack_q5_K_row);
+}
+
+void make_u8_q8_0(const quant::block_q8_0* x, int64_t n_tokens, int64_t n_b, uint8_t* xu8) {
+  for (int64_t i = 0; i < n_tokens * n_b; ++i) {
+    for (int k = 0; k < quant::kQK8_0; ++k) xu8[i * quant::kQK8_0 + k] = uint8_t(x[i].qs[k]) ^ 0x80;
+  }
+}
+
+}  // namespace dllm::cpu::qgemm
