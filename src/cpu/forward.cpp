@@ -36,6 +36,7 @@
 
 #include "base/error.h"
 #include "cpu/dispatch.h"
+#include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/ops.h"
 #include "cpu/qgemm.h"
 #include "cpu/row_kernels.h"
@@ -200,6 +201,32 @@ struct CpuForward::Impl {
   std::vector<uint8_t> u8_embd, u8_att, u8_ff;            ///< their values + 128 (qgemm::make_u8)
   bool u8_embd_used = false, u8_att_used = false, u8_ff_used = false;
   bool q8_embd_used = false, q8_att_used = false, q8_ff_used = false, q8_head_used = false;
+
+  /// The Q8_0 rounding of one projection input (ggml's activation format for Q8_0 weights) and its
+  /// bytes + 128 (for the VNNI Q8_0 kernels), one row per activation row; empty when no matrix of
+  /// that input is Q8_0.
+  struct Q80Copy {
+    std::vector<quant::block_q8_0> q;
+    std::vector<uint8_t> u;
+    int64_t n_in = 0;
+    void resize(size_t rows, int64_t n, bool used, bool u_used) {
+      n_in = n;
+      if (used) q.resize(rows * static_cast<size_t>(n / quant::kQK8_0));
+      if (used && u_used) u.resize(rows * static_cast<size_t>(n));
+    }
+    /// Row r from its n_in floats at src (no-op when unused).
+    void make(const float* src, int64_t r) {
+      if (q.empty()) return;
+      const int64_t nb = n_in / quant::kQK8_0;
+      quant::quantize_row_q8_0(src, q.data() + r * nb, n_in);
+      if (!u.empty()) qgemm::make_u8_q8_0(q.data() + r * nb, 1, nb, u.data() + r * n_in);
+    }
+    void attach(Activations& a) const {
+      a.q8_0 = q.empty() ? nullptr : q.data();
+      a.q8_0u = u.empty() ? nullptr : u.data();
+    }
+  };
+  Q80Copy q80_embd, q80_att, q80_ff;  ///< of xn / att / gate
   Profile prof;
 
   ~Impl() { prof.print(); }
@@ -225,6 +252,8 @@ struct CpuForward::Impl {
       if (mat->owns_data()) m.file().release_pages(*t);
       return mat;
     };
+    bool q80_embd_used = false, q80u_embd_used = false, q80_att_used = false, q80u_att_used = false;
+    bool q80_ff_used = false, q80u_ff_used = false;
     for (const model::LayerWeights& lw : m.layers()) {
       LayerMatrices lm;
       lm.q = make(lw.attn_q);
@@ -242,11 +271,21 @@ struct CpuForward::Impl {
       u8_att_used |= lm.o->wants_q8u();
       u8_ff_used |= lm.down->wants_q8u();
       q8_ff_used |= lm.down->wants_q8k();
+      for (const Matrix* mat : {lm.q.get(), lm.k.get(), lm.v.get(), lm.gate.get(), lm.up.get()}) {
+        q80_embd_used |= mat->wants_q8_0();
+        q80u_embd_used |= mat->wants_q8_0u();
+      }
+      q80_att_used |= lm.o->wants_q8_0();
+      q80u_att_used |= lm.o->wants_q8_0u();
+      q80_ff_used |= lm.down->wants_q8_0();
+      q80u_ff_used |= lm.down->wants_q8_0u();
       layers.push_back(std::move(lm));
     }
     output = make(&m.output());
     q8_head_used = output->wants_q8k();
     u8_embd_used |= output->wants_q8u();
+    q80_embd_used |= output->wants_q8_0();
+    q80u_embd_used |= output->wants_q8_0u();
 
     rope_table = RopeTable(c.head_dim, max_tokens, c.rope_freq_base);
 
@@ -275,6 +314,10 @@ struct CpuForward::Impl {
     if (u8_embd_used) u8_embd.resize(q8_embd.size() * quant::kQK_K);
     if (u8_att_used) u8_att.resize(q8_att.size() * quant::kQK_K);
     if (u8_ff_used) u8_ff.resize(q8_ff.size() * quant::kQK_K);
+    // A Q8_0 matrix's n_in is a multiple of 32 (make_matrix checks it).
+    q80_embd.resize(L, c.n_embd, q80_embd_used, q80u_embd_used);
+    q80_att.resize(L, static_cast<int64_t>(n_q), q80_att_used, q80u_att_used);
+    q80_ff.resize(L, c.n_ff, q80_ff_used, q80u_ff_used);
   }
 
   /// Runs every job's full output range, all jobs' work items in one parallel loop.
@@ -298,26 +341,33 @@ struct CpuForward::Impl {
     }
   }
 
-  /// Activations view of n rows of `f32` (n_in wide), quantized to Q8_K into `q8` when `use_q8`.
+  /// Activations view of n rows of `f32` (n_in wide), quantized to Q8_K into `q8` when `use_q8`, and
+  /// to Q8_0 into `q80` when a matrix of this input is Q8_0.
   Activations activations(const float* f32, int64_t n, int64_t n_in, std::vector<quant::block_q8_K>& q8,
-                          std::vector<int16_t>& bs, std::vector<uint8_t>& u8, bool use_q8) {
+                          std::vector<int16_t>& bs, std::vector<uint8_t>& u8, bool use_q8, Q80Copy& q80) {
     Activations a;
     a.f32 = f32;
     a.n_tokens = n;
     a.n_in = n_in;
-    if (use_q8) {
+    if (use_q8 || !q80.q.empty()) {
       const Profile::Scope ps(prof, Phase::kQuantize);
       const int64_t nb = n_in / quant::kQK_K;
       quant::block_q8_K* dst = q8.data();
 #pragma omp parallel for schedule(static) num_threads(n_threads)
       for (int64_t t = 0; t < n; ++t) {
-        rk->quantize_q8_K(f32 + t * n_in, dst + t * nb, n_in);
-        qgemm::make_bs32(dst + t * nb, 1, nb, bs.data() + t * nb * 8);
-        if (!u8.empty()) qgemm::make_u8(dst + t * nb, 1, nb, u8.data() + t * n_in);
+        if (use_q8) {
+          rk->quantize_q8_K(f32 + t * n_in, dst + t * nb, n_in);
+          qgemm::make_bs32(dst + t * nb, 1, nb, bs.data() + t * nb * 8);
+          if (!u8.empty()) qgemm::make_u8(dst + t * nb, 1, nb, u8.data() + t * n_in);
+        }
+        q80.make(f32 + t * n_in, t);
       }
-      a.q8k = dst;
-      a.bs32 = bs.data();
-      a.q8u = u8.empty() ? nullptr : u8.data();
+      if (use_q8) {
+        a.q8k = dst;
+        a.bs32 = bs.data();
+        a.q8u = u8.empty() ? nullptr : u8.data();
+      }
+      q80.attach(a);
     }
     return a;
   }
@@ -337,6 +387,7 @@ struct CpuForward::Impl {
         qgemm::make_bs32(q8_embd.data() + r * nb, 1, nb, bs_embd.data() + r * nb * 8);
         if (u8_embd_used) qgemm::make_u8(q8_embd.data() + r * nb, 1, nb, u8_embd.data() + r * d);
       }
+      q80_embd.make(&xn[r * d], r);
     }
     Activations a;
     a.f32 = xn.data();
@@ -345,6 +396,7 @@ struct CpuForward::Impl {
     a.q8k = q8_embd_used ? q8_embd.data() : nullptr;
     a.bs32 = q8_embd_used ? bs_embd.data() : nullptr;
     a.q8u = q8_embd_used && u8_embd_used ? u8_embd.data() : nullptr;
+    q80_embd.attach(a);
     return a;
   }
 
@@ -519,7 +571,7 @@ struct CpuForward::Impl {
         }
       }
       const Activations a_att =
-          activations(att.data(), n_act, n_q, q8_att, bs_att, u8_att, lm.o->wants_q8k());
+          activations(att.data(), n_act, n_q, q8_att, bs_att, u8_att, lm.o->wants_q8k(), q80_att);
       {
         const PS ps(prof, Phase::kGemmO);
         matmul(std::array<MatmulJob, 1>{MatmulJob{lm.o.get(), &a_att, proj.data(), d}});
@@ -539,6 +591,7 @@ struct CpuForward::Impl {
       f_act.q8k = lm.down->wants_q8k() ? q8_ff.data() : nullptr;
       f_act.bs32 = f_act.q8k != nullptr ? bs_ff.data() : nullptr;
       f_act.q8u = u8_ff_used ? u8_ff.data() : nullptr;
+      q80_ff.attach(f_act);
       {
         // SiLU * up and its Q8_K rounding in one pass per row (the row is still in L1/L2).
         const PS ps(prof, Phase::kSiluMul);
@@ -551,6 +604,7 @@ struct CpuForward::Impl {
             qgemm::make_bs32(q8_ff.data() + r * nb, 1, nb, bs_ff.data() + r * nb * 8);
             if (u8_ff_used) qgemm::make_u8(q8_ff.data() + r * nb, 1, nb, u8_ff.data() + r * c.n_ff);
           }
+          q80_ff.make(&gate[r * c.n_ff], r);
         }
       }
       {
@@ -577,7 +631,8 @@ struct CpuForward::Impl {
         rk->rmsnorm(&x[r * d], model.output_norm().data(), &xn[j * d], d, c.rms_eps);
       }
     }
-    const Activations h_in = activations(xn.data(), n_head_rows, d, q8_embd, bs_embd, u8_embd, q8_head_used);
+    const Activations h_in =
+        activations(xn.data(), n_head_rows, d, q8_embd, bs_embd, u8_embd, q8_head_used, q80_embd);
     const PS ps(prof, Phase::kLmHead);
     matmul(std::array<MatmulJob, 1>{MatmulJob{output.get(), &h_in, logits, output->n_out()}});
   }
