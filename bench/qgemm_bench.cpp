@@ -1,15 +1,20 @@
-// Microbenchmark of the packed Q4_K / Q6_K GEMM (make_matrix) on LLaDA-8B's projection shapes, with
-// the core's int8 peak measured in the same run. Performance only: correctness is tests/cpu/qgemm_test.
+// Microbenchmark of the packed GEMM (make_matrix) on LLaDA-8B's projection shapes (Q4_K, Q6_K) and on
+// the attention projections of the mixture-of-experts models (Q8_0, Q5_K), with the core's int8 peak
+// measured in the same run. Performance only: correctness is tests/cpu/qgemm_test.
 //
 // 1. Peak: a tight loop of independent zmm vpdpbusd (inline asm, so the compiler cannot reorder or
 //    drop it; 8..14 accumulators to cover the instruction's latency, best of those counts) on one
 //    thread, repeated; the median is the peak (1 vpdpbusd zmm = 64 multiply-adds = 128 int8 ops).
-//    The ymm (AVX-VNNI) peak is measured too, for reference.
+//    The ymm (AVX-VNNI) peak is measured too, for reference. On a CPU without AVX-512 VNNI the
+//    reference peak is that of ymm vpmaddubsw instead (32 u8 x s8 products, 64 int8 ops, the
+//    instruction every AVX2 int8 kernel here issues at least once per 32 products); the file's
+//    context says which ("peak_reference").
 // 2. GEMM: y = W x for W = n_out x n_in (4096x4096, 12288x4096, 4096x12288 Q4_K and Q6_K, and the
-//    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens, every supported SIMD path,
+//    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens; the MoE attention shapes
+//    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; every supported SIMD path,
 //    1 and 2 threads splitting the rows as the forward pass does (about 64 work items per matrix,
 //    OpenMP dynamic schedule). Counters: Gops = 2 n_out n_in L / wall time / 1e9 and peak_frac = that
-//    over (threads x the zmm peak); Gops_cpu and peak_frac_cpu use the CPU time summed over the threads
+//    over (threads x the reference peak); Gops_cpu and peak_frac_cpu use the CPU time summed over the threads
 //    instead: the per-thread rate while running (on a shared machine wall time also counts the time
 //    slices other processes took). The peak is per second of thread CPU time for the same reason.
 //
@@ -37,6 +42,7 @@
 
 #include "bench_util.h"
 #include "cpu/dispatch.h"
+#include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/matmul.h"
 #include "cpu/qgemm.h"
 #include "quant/quant.h"
@@ -52,10 +58,20 @@ using dllm::gguf::GgmlType;
 
 #define DLLM_DP_Z(i) "vpdpbusd %%zmm1, %%zmm0, %%zmm" #i "\n\t"
 #define DLLM_DP_Y(i) "%{vex%} vpdpbusd %%ymm1, %%ymm0, %%ymm" #i "\n\t"
+#define DLLM_DP_M(i) "vpmaddubsw %%ymm1, %%ymm0, %%ymm" #i "\n\t"
 
-template <int kAcc, bool kZmm>
+// The instruction a peak loop repeats.
+enum class PeakOp { kZmmDpbusd, kYmmDpbusd, kYmmMaddubs };
+constexpr const char* peak_op_name(PeakOp op) {
+  return op == PeakOp::kZmmDpbusd   ? "zmm vpdpbusd"
+         : op == PeakOp::kYmmDpbusd ? "ymm vpdpbusd"
+                                    : "ymm vpmaddubsw";
+}
+
+template <int kAcc, PeakOp kOp>
 void dp_loop(int64_t n) {
   static_assert(kAcc == 8 || kAcc == 10 || kAcc == 12 || kAcc == 14);
+  constexpr bool kZmm = kOp == PeakOp::kZmmDpbusd;
   if constexpr (kZmm) {
     asm volatile("vpxord %%zmm0, %%zmm0, %%zmm0\n\tvpxord %%zmm1, %%zmm1, %%zmm1\n\t" ::: "xmm0", "xmm1");
   } else {
@@ -82,8 +98,10 @@ void dp_loop(int64_t n) {
   }
   if constexpr (kZmm) {
     DLLM_BODY(DLLM_DP_Z)
-  } else {
+  } else if constexpr (kOp == PeakOp::kYmmDpbusd) {
     DLLM_BODY(DLLM_DP_Y)
+  } else {
+    DLLM_BODY(DLLM_DP_M)
   }
 #undef DLLM_BODY
   asm volatile("vzeroupper" ::: "memory");
@@ -95,15 +113,15 @@ double clock_s(clockid_t id) {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
-// int8 ops per second of one run of dp_loop<kAcc> (lanes x 4 products x 2 ops per vpdpbusd), per
-// second of this thread's CPU time: the machine is shared, and time slices lost to other processes
-// are not the core's speed.
-template <int kAcc, bool kZmm>
+// int8 ops per second of one run of dp_loop<kAcc> (2 ops per product: zmm vpdpbusd 64 products,
+// ymm vpdpbusd and vpmaddubsw 32), per second of this thread's CPU time: the machine is shared, and
+// time slices lost to other processes are not the core's speed.
+template <int kAcc, PeakOp kOp>
 double dp_rate(int64_t n) {
   const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-  dp_loop<kAcc, kZmm>(n);
+  dp_loop<kAcc, kOp>(n);
   const double s = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
-  return double(n) * kAcc * (kZmm ? 128 : 64) / s;
+  return double(n) * kAcc * (kOp == PeakOp::kZmmDpbusd ? 128 : 64) / s;
 }
 
 struct Peak {
@@ -113,14 +131,14 @@ struct Peak {
 };
 
 // Median over `reps` runs of the accumulator count that did best on a first pass.
-template <bool kZmm>
+template <PeakOp kZmm>
 Peak measure_peak(int reps) {
   const int64_t n = 20'000'000;  // ~0.1 s per run at 2 vpdpbusd per cycle
   dp_rate<12, kZmm>(n / 4);      // warm up the clock
   const double r[4] = {dp_rate<8, kZmm>(n), dp_rate<10, kZmm>(n), dp_rate<12, kZmm>(n), dp_rate<14, kZmm>(n)};
   const int best_i = int(std::max_element(r, r + 4) - r);
-  std::printf("%s vpdpbusd, G int8 ops/s by accumulators 8/10/12/14: %.0f %.0f %.0f %.0f\n",
-              kZmm ? "zmm" : "ymm", r[0] / 1e9, r[1] / 1e9, r[2] / 1e9, r[3] / 1e9);
+  std::printf("%s, G int8 ops/s by accumulators 8/10/12/14: %.0f %.0f %.0f %.0f\n", peak_op_name(kZmm),
+              r[0] / 1e9, r[1] / 1e9, r[2] / 1e9, r[3] / 1e9);
   const int accs[4] = {8, 10, 12, 14};
   char by_acc[96];
   std::snprintf(by_acc, sizeof by_acc, "%.0f %.0f %.0f %.0f", r[0] / 1e9, r[1] / 1e9, r[2] / 1e9, r[3] / 1e9);
@@ -145,7 +163,7 @@ Peak measure_peak(int reps) {
   return Peak{v[v.size() / 2], v.back(), accs[best_i], by_acc};
 }
 
-Peak g_peak_zmm;
+Peak g_peak_zmm;  // the reference peak: zmm vpdpbusd, or ymm vpmaddubsw without AVX-512 VNNI
 
 // ---------------------------------------------------------------------------------------------------
 // Random but valid weights (finite f16 scales; speed does not depend on the values) and activations.
@@ -157,9 +175,12 @@ struct Shape {
 };
 
 std::vector<uint8_t> random_blocks(const Shape& s) {
-  const bool q4 = s.type == GgmlType::Q4_K;
-  const size_t block_bytes = q4 ? sizeof(dllm::quant::block_q4_K) : sizeof(dllm::quant::block_q6_K);
-  const size_t n_blocks = size_t(s.n_out * (s.n_in / 256));
+  using namespace dllm::quant;
+  const size_t block_bytes = s.type == GgmlType::Q4_K   ? sizeof(block_q4_K)
+                             : s.type == GgmlType::Q5_K ? sizeof(block_q5_K)
+                             : s.type == GgmlType::Q8_0 ? sizeof(block_q8_0)
+                                                        : sizeof(block_q6_K);
+  const size_t n_blocks = size_t(s.n_out * (s.n_in / (s.type == GgmlType::Q8_0 ? 32 : 256)));
   std::vector<uint8_t> bytes(n_blocks * block_bytes);
   std::mt19937_64 rng(42);
   for (size_t i = 0; i < bytes.size(); i += 8) {
@@ -169,11 +190,16 @@ std::vector<uint8_t> random_blocks(const Shape& s) {
   const uint16_t d = dllm::quant::fp32_to_fp16(1e-3f);
   for (size_t b = 0; b < n_blocks; ++b) {
     uint8_t* p = bytes.data() + b * block_bytes;
-    if (q4) {
-      auto* blk = reinterpret_cast<dllm::quant::block_q4_K*>(p);
+    if (s.type == GgmlType::Q4_K) {
+      auto* blk = reinterpret_cast<block_q4_K*>(p);
       blk->d = blk->dmin = d;
+    } else if (s.type == GgmlType::Q5_K) {
+      auto* blk = reinterpret_cast<block_q5_K*>(p);
+      blk->d = blk->dmin = d;
+    } else if (s.type == GgmlType::Q8_0) {
+      reinterpret_cast<block_q8_0*>(p)->d = d;
     } else {
-      reinterpret_cast<dllm::quant::block_q6_K*>(p)->d = d;
+      reinterpret_cast<block_q6_K*>(p)->d = d;
     }
   }
   return bytes;
@@ -209,6 +235,8 @@ struct Acts {
   std::vector<dllm::quant::block_q8_K> q8k;
   std::vector<int16_t> bs32;  // made once per input, as the forward pass does
   std::vector<uint8_t> u8;
+  std::vector<dllm::quant::block_q8_0> q80;
+  std::vector<uint8_t> u80;
 };
 
 Acts random_acts(int64_t n_tokens, int64_t n_in) {
@@ -225,6 +253,12 @@ Acts random_acts(int64_t n_tokens, int64_t n_in) {
   dllm::cpu::qgemm::make_bs32(a.q8k.data(), n_tokens, n_in / 256, a.bs32.data());
   a.u8.resize(a.q8k.size() * 256);
   dllm::cpu::qgemm::make_u8(a.q8k.data(), n_tokens, n_in / 256, a.u8.data());
+  a.q80.resize(size_t(n_tokens * n_in / 32));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    dllm::quant::quantize_row_q8_0(a.f32.data() + t * n_in, a.q80.data() + t * (n_in / 32), n_in);
+  }
+  a.u80.resize(a.f32.size());
+  dllm::cpu::qgemm::make_u8_q8_0(a.q80.data(), n_tokens, n_in / 32, a.u80.data());
   return a;
 }
 
@@ -237,7 +271,8 @@ int64_t chunk_rows(const dllm::cpu::Matrix& m) {
 void BM_gemm(benchmark::State& state, Shape s, Isa isa, int64_t n_tokens, int n_threads) {
   const dllm::cpu::Matrix& m = matrix(s, isa);
   const Acts a = random_acts(n_tokens, s.n_in);
-  const dllm::cpu::Activations x{a.f32.data(), a.q8k.data(), n_tokens, s.n_in, a.bs32.data(), a.u8.data()};
+  const dllm::cpu::Activations x{a.f32.data(),  a.q8k.data(), n_tokens,     s.n_in,
+                                 a.bs32.data(), a.u8.data(),  a.q80.data(), a.u80.data()};
   std::vector<float> y(size_t(n_tokens * s.n_out));
   const int64_t chunk = chunk_rows(m);
   const int64_t n_items = (s.n_out + chunk - 1) / chunk;
@@ -284,22 +319,35 @@ int main(int argc, char** argv) {
   }
 
   // Peaks first, on the calling thread (pin it with taskset for a clean figure).
-  if (!isa_supported(Isa::kAvx512Vnni)) {
-    std::fprintf(stderr, "qgemm_bench: no AVX-512 VNNI here, so no zmm vpdpbusd peak to compare with\n");
+  if (isa_supported(Isa::kAvx512Vnni)) {
+    g_peak_zmm = measure_peak<PeakOp::kZmmDpbusd>(7);
+    std::printf("zmm vpdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
+                g_peak_zmm.median / 1e9, g_peak_zmm.best / 1e9, g_peak_zmm.accumulators);
+    benchmark::AddCustomContext("peak_reference", peak_op_name(PeakOp::kZmmDpbusd));
+    benchmark::AddCustomContext("peak_zmm_vpdpbusd_gops", std::to_string(g_peak_zmm.median / 1e9));
+    benchmark::AddCustomContext("peak_zmm_vpdpbusd_gops_best", std::to_string(g_peak_zmm.best / 1e9));
+    benchmark::AddCustomContext("peak_zmm_accumulators", std::to_string(g_peak_zmm.accumulators));
+    benchmark::AddCustomContext("peak_zmm_gops_by_accumulators_8_10_12_14", g_peak_zmm.by_accumulators);
+    if (isa_supported(Isa::kAvxVnni)) {
+      const Peak y = measure_peak<PeakOp::kYmmDpbusd>(7);
+      std::printf("ymm vpdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
+                  y.median / 1e9, y.best / 1e9, y.accumulators);
+      benchmark::AddCustomContext("peak_ymm_vpdpbusd_gops", std::to_string(y.median / 1e9));
+    }
+  } else if (isa_supported(Isa::kAvx2)) {
+    // No zmm vpdpbusd here: the AVX2 paths' own ceiling, vpmaddubsw (peak_frac counters use it).
+    g_peak_zmm = measure_peak<PeakOp::kYmmMaddubs>(7);
+    std::printf("ymm vpmaddubsw peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
+                g_peak_zmm.median / 1e9, g_peak_zmm.best / 1e9, g_peak_zmm.accumulators);
+    benchmark::AddCustomContext(
+        "peak_reference", std::string(peak_op_name(PeakOp::kYmmMaddubs)) + " (no AVX-512 VNNI on this CPU)");
+    benchmark::AddCustomContext("peak_ymm_vpmaddubsw_gops", std::to_string(g_peak_zmm.median / 1e9));
+    benchmark::AddCustomContext("peak_ymm_vpmaddubsw_gops_best", std::to_string(g_peak_zmm.best / 1e9));
+    benchmark::AddCustomContext("peak_ymm_vpmaddubsw_gops_by_accumulators_8_10_12_14",
+                                g_peak_zmm.by_accumulators);
+  } else {
+    std::fprintf(stderr, "qgemm_bench: no AVX2 here, so no SIMD path to measure\n");
     return 1;
-  }
-  g_peak_zmm = measure_peak<true>(7);
-  std::printf("zmm vpdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
-              g_peak_zmm.median / 1e9, g_peak_zmm.best / 1e9, g_peak_zmm.accumulators);
-  benchmark::AddCustomContext("peak_zmm_vpdpbusd_gops", std::to_string(g_peak_zmm.median / 1e9));
-  benchmark::AddCustomContext("peak_zmm_vpdpbusd_gops_best", std::to_string(g_peak_zmm.best / 1e9));
-  benchmark::AddCustomContext("peak_zmm_accumulators", std::to_string(g_peak_zmm.accumulators));
-  benchmark::AddCustomContext("peak_zmm_gops_by_accumulators_8_10_12_14", g_peak_zmm.by_accumulators);
-  if (isa_supported(Isa::kAvxVnni)) {
-    const Peak y = measure_peak<false>(7);
-    std::printf("ymm vpdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
-                y.median / 1e9, y.best / 1e9, y.accumulators);
-    benchmark::AddCustomContext("peak_ymm_vpdpbusd_gops", std::to_string(y.median / 1e9));
   }
   benchmark::AddCustomContext("machine", run_command("lscpu | sed -n 's/^Model name: *//p'"));
   benchmark::AddCustomContext("commit", run_command("git -C '" + root.string() + "' rev-parse HEAD"));
@@ -316,12 +364,22 @@ int main(int argc, char** argv) {
       {"4096x12288_Q4_K", GgmlType::Q4_K, 4096, 12288},    // ffn_down
       {"4096x12288_Q6_K", GgmlType::Q6_K, 4096, 12288},    // ffn_down in the Q6_K layers
       {"126464x4096_Q6_K", GgmlType::Q6_K, 126464, 4096},  // output (LM head), 32 rows
+      // Mixture-of-experts attention (Q4_K_M gives attn_k / attn_v Q8_0 and attn_output Q5_K).
+      // LLaDA-MoE-7B-A1B: n_embd 2048, 16 heads of 128, 16 kv heads; RND1 (Qwen3-30B-A3B): n_embd 2048, 32
+      // heads of 128, 4 kv heads (docs/kernels.md names the sources).
+      {"2048x2048_Q8_0", GgmlType::Q8_0, 2048, 2048},  // LLaDA-MoE attn_k, attn_v
+      {"512x2048_Q8_0", GgmlType::Q8_0, 512, 2048},    // RND1 attn_k, attn_v
+      {"2048x2048_Q5_K", GgmlType::Q5_K, 2048, 2048},  // LLaDA-MoE attn_output
+      {"2048x4096_Q5_K", GgmlType::Q5_K, 2048, 4096},  // RND1 attn_output
   };
   for (const Shape& s : shapes) {
     const bool head = s.n_out == 126464;
+    const bool moe = s.type == GgmlType::Q8_0 || s.type == GgmlType::Q5_K;
     for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
       if (!isa_supported(isa)) continue;
-      for (int64_t L : head ? std::vector<int64_t>{32} : std::vector<int64_t>{64, 141, 256, 512}) {
+      for (int64_t L : head  ? std::vector<int64_t>{32}
+                       : moe ? std::vector<int64_t>{32, 141}
+                             : std::vector<int64_t>{64, 141, 256, 512}) {
         for (int threads : {1, 2}) {
           const std::string name = std::string(s.name) + "/" + dllm::cpu::isa_name(isa) +
                                    "/L:" + std::to_string(L) + "/threads:" + std::to_string(threads);
