@@ -116,17 +116,18 @@ TEST_F(ModelErrors, UnsupportedTensorType) {
 }
 
 TEST_F(ModelErrors, MatrixKernelType) {
-  // Q8_0 decodes (so the model binds) but has no matrix kernel: the CPU backend refuses it.
-  const std::string path = (dir_ / "q8_0.gguf").string();
+  // The model binds a matrix of any type (only the embedding is decoded row by row), but Q4_0 has no
+  // matrix kernel: the CPU backend refuses it.
+  const std::string path = (dir_ / "q4_0.gguf").string();
   rewrite_gguf(llada_path(), path, nullptr, [](TensorSpec& t) {
     if (t.name == "blk.0.attn_q.weight") {
-      t.type = GgmlType::Q8_0;
-      t.data.assign(static_cast<size_t>(t.ne[1]) * (t.ne[0] / 32) * 34, 0);
+      t.type = GgmlType::Q4_0;
+      t.data.assign(static_cast<size_t>(t.ne[1]) * (t.ne[0] / 32) * 18, 0);
     }
     return true;
   });
   const std::string message =
-      "tensor blk.0.attn_q.weight is Q8_0: matrix kernels exist for Q4_K, Q6_K, F32, F16, BF16";
+      "tensor blk.0.attn_q.weight is Q4_0: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16, BF16";
   expect_error(run_on(path), message, 1);
   const std::string out = (dir_ / "logits.f32").string();
   expect_error(run_dllm({"logits", "--model", path, "--tokens", "1 2 3", "--out", out}), message, 1);
