@@ -35,8 +35,9 @@ struct Activations {
   /// AVX-512 Q6_K kernel multiplies; nullptr: every multiply() call of such a matrix makes its own.
   const uint8_t* q8u = nullptr;
   /// Optional: the rows rounded to Q8_0 (n_tokens x n_in/32 blocks, row-major;
-  /// quant::quantize_row_q8_0), which Q8_0 matrices multiply (ggml-cpu's activation format for Q8_0
-  /// weights); nullptr: every multiply() call of such a matrix quantizes f32 itself.
+  /// quant::quantize_row_q8_0, so quants in -127..127, which the AVX2 kernel relies on), which Q8_0
+  /// matrices multiply (ggml-cpu's activation format for Q8_0 weights); nullptr: every multiply()
+  /// call of such a matrix quantizes f32 itself.
   const quant::block_q8_0* q8_0 = nullptr;
   /// Optional, read only with q8_0: its values + 128 as unsigned bytes (n_tokens x n_in;
   /// qgemm::make_u8_q8_0) for the VNNI Q8_0 kernels; nullptr: such a matrix makes them per call.
