@@ -42,9 +42,9 @@
 
 #include "bench_util.h"
 #include "cpu/dispatch.h"
+#include "cpu/kernels/qgemm.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/matmul.h"
-#include "cpu/qgemm.h"
 #include "quant/quant.h"
 
 namespace {

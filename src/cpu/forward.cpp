@@ -38,8 +38,8 @@
 #include "cpu/dispatch.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/ops.h"
-#include "cpu/qgemm.h"
-#include "cpu/row_kernels.h"
+#include "cpu/kernels/qgemm.h"
+#include "cpu/kernels/row_kernels.h"
 #include "model/model.h"
 #include "quant/quant.h"
 

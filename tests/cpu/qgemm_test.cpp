@@ -22,9 +22,9 @@
 
 #include "base/error.h"
 #include "cpu/dispatch.h"
+#include "cpu/kernels/qgemm.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/matmul.h"
-#include "cpu/qgemm.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu {

@@ -2,7 +2,7 @@
 // quantization byte for byte against quant::quantize_row_q8_K (ggml's quantize_row_q8_K_ref
 // arithmetic), SiLU * up against the f64 formula, one attention head against an f64 softmax(q k^T) v
 // written here. Paths this CPU cannot run are skipped with the reason.
-#include "cpu/row_kernels.h"
+#include "cpu/kernels/row_kernels.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cpu/qgemm.h"
+#include "cpu/kernels/qgemm.h"
 #include "quant/blocks.h"
 
 namespace dllm::cpu::qgemm {

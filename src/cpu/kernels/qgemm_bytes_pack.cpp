@@ -3,7 +3,7 @@
 // The GGUF layouts are read as ggml-common.h describes them (quant/blocks.h; the same reading as
 // quant/q8_0.cpp and quant/q5_k.cpp).
 #include "cpu/kernels/qgemm_bytes.h"
-#include "cpu/qgemm_pack_walk.h"
+#include "cpu/kernels/qgemm_pack_walk.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu::qgemm {

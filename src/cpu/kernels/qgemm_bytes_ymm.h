@@ -27,9 +27,9 @@
 #include <algorithm>
 
 #include "cpu/kernels/qgemm_bytes.h"
+#include "cpu/kernels/qgemm_tiling.h"
+#include "cpu/kernels/qgemm_ymm.h"
 #include "cpu/kernels/ymm_dot.h"
-#include "cpu/qgemm_tiling.h"
-#include "cpu/qgemm_ymm.h"
 
 namespace dllm::cpu::qgemm {
 namespace {

@@ -4,7 +4,7 @@
 // AVX-VNNI kernels, and of the AVX-512 path's Q8_0 / Q5_K kernels (the same bodies), runs in the tests
 // of any AVX2 machine. make_matrix_vnni_emulated (cpu/matmul.h) builds matrices over these.
 #include "cpu/kernels/qgemm_bytes_ymm.h"
-#include "cpu/qgemm_ymm.h"
+#include "cpu/kernels/qgemm_ymm.h"
 
 namespace dllm::cpu::qgemm {
 

@@ -6,8 +6,8 @@
 #include <new>
 
 #include "cpu/kernels/qgemm_bytes.h"
-#include "cpu/qgemm.h"
-#include "cpu/qgemm_pack_walk.h"
+#include "cpu/kernels/qgemm.h"
+#include "cpu/kernels/qgemm_pack_walk.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu::qgemm {

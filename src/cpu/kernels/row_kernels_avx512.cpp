@@ -5,7 +5,7 @@
 // uninitialized" once the reductions inline (a known false positive, as in qgemm_avx512.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "cpu/row_kernels_simd.h"
+#include "cpu/kernels/row_kernels_simd.h"
 
 namespace dllm::cpu::simd {
 namespace {

@@ -3,8 +3,8 @@
 // block_q6_K layout (ggml-common.h; the same reading as quant/q6_k.cpp): in each half of 128 values, value
 // 32g + l takes its low nibble from ql[l + 32 (g & 1)] (low nibble for g < 2, high for g >= 2) and its top 2
 // bits from bits 2g, 2g+1 of qh[l].
-#include "cpu/qgemm.h"
-#include "cpu/qgemm_pack_walk.h"
+#include "cpu/kernels/qgemm.h"
+#include "cpu/kernels/qgemm_pack_walk.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu::qgemm {

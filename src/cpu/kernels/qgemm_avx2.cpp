@@ -1,6 +1,6 @@
 // AVX2 kernels (compiled with -mavx2 -mfma -mf16c): vpmaddubsw + vpmaddwd over the packed groups.
 // The kernel bodies are in qgemm_ymm.h, shared with the AVX-VNNI path.
-#include "cpu/qgemm_ymm.h"
+#include "cpu/kernels/qgemm_ymm.h"
 
 namespace dllm::cpu::qgemm {
 

@@ -2,7 +2,7 @@
 // paths. Algorithms in row_kernels_simd.h.
 #include <immintrin.h>
 
-#include "cpu/row_kernels_simd.h"
+#include "cpu/kernels/row_kernels_simd.h"
 
 namespace dllm::cpu::simd {
 namespace {

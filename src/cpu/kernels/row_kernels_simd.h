@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/kernels/row_kernels.h"
 #include "cpu/ops.h"
-#include "cpu/row_kernels.h"
 #include "quant/blocks.h"
 
 namespace dllm::cpu::simd {

@@ -32,8 +32,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cpu/qgemm.h"
-#include "cpu/qgemm_tiling.h"
+#include "cpu/kernels/qgemm.h"
+#include "cpu/kernels/qgemm_tiling.h"
 
 namespace dllm::cpu::qgemm {
 namespace {

@@ -1,5 +1,5 @@
 // The portable row kernels (cpu/ops.h, quant/quant.h) and the choice of a set per Isa.
-#include "cpu/row_kernels.h"
+#include "cpu/kernels/row_kernels.h"
 
 #include "cpu/ops.h"
 #include "quant/quant.h"

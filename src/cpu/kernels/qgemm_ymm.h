@@ -28,9 +28,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cpu/kernels/qgemm.h"
+#include "cpu/kernels/qgemm_tiling.h"
 #include "cpu/kernels/ymm_dot.h"
-#include "cpu/qgemm.h"
-#include "cpu/qgemm_tiling.h"
 
 namespace dllm::cpu::qgemm {
 namespace {

@@ -1,6 +1,6 @@
 // AVX-VNNI kernels (compiled with -mavx2 -mfma -mf16c -mavxvnni): VEX-encoded ymm vpdpbusd / vpdpwssd
 // over the packed groups. The kernel bodies are in qgemm_ymm.h, shared with the AVX2 path.
-#include "cpu/qgemm_ymm.h"
+#include "cpu/kernels/qgemm_ymm.h"
 
 namespace dllm::cpu::qgemm {
 

@@ -3,7 +3,7 @@
 // check the layout with; it is not meant to be fast.
 #include <cstring>
 
-#include "cpu/qgemm.h"
+#include "cpu/kernels/qgemm.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu::qgemm {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "cpu/qgemm.h"
+#include "cpu/kernels/qgemm.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu::qgemm {
