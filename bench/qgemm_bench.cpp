@@ -40,8 +40,8 @@
 #include <string>
 #include <vector>
 
+#include "base/isa.h"
 #include "bench_util.h"
-#include "cpu/dispatch.h"
 #include "cpu/kernels/qgemm.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/matmul.h"
@@ -49,7 +49,7 @@
 
 namespace {
 
-using dllm::cpu::Isa;
+using dllm::Isa;
 using dllm::gguf::GgmlType;
 
 // ---------------------------------------------------------------------------------------------------
@@ -213,7 +213,7 @@ struct Cache {
 Cache g_cache;
 
 const dllm::cpu::Matrix& matrix(const Shape& s, Isa isa) {
-  const std::string key = std::string(s.name) + "/" + dllm::cpu::isa_name(isa);
+  const std::string key = std::string(s.name) + "/" + dllm::isa_name(isa);
   if (g_cache.key != key) {
     g_cache.m.reset();
     const std::vector<uint8_t> bytes = random_blocks(s);
@@ -303,7 +303,7 @@ using dllm::bench::run_command;
 }  // namespace
 
 int main(int argc, char** argv) {
-  using dllm::cpu::isa_supported;
+  using dllm::isa_supported;
   const std::filesystem::path root = repo_root();
   std::string command;
   bool has_out = false;
@@ -381,7 +381,7 @@ int main(int argc, char** argv) {
                        : moe ? std::vector<int64_t>{32, 141}
                              : std::vector<int64_t>{64, 141, 256, 512}) {
         for (int threads : {1, 2}) {
-          const std::string name = std::string(s.name) + "/" + dllm::cpu::isa_name(isa) +
+          const std::string name = std::string(s.name) + "/" + dllm::isa_name(isa) +
                                    "/L:" + std::to_string(L) + "/threads:" + std::to_string(threads);
           benchmark::RegisterBenchmark(name.c_str(), BM_gemm, s, isa, L, threads)
               ->Unit(benchmark::kMillisecond)

@@ -4,7 +4,7 @@
 #include <span>
 
 #include "base/error.h"
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 #include "cpu/forward.h"
 #include "cuda/device.h"
 
@@ -46,7 +46,7 @@ class CpuBackend : public Backend {
   }
 
   const char* device() const override { return "cpu"; }
-  std::string kernels() const override { return cpu::isa_name(forward_.isa()); }
+  std::string kernels() const override { return isa_name(forward_.isa()); }
   int threads() const override { return forward_.n_threads(); }
   std::string describe() const override {
     return "device: cpu (" + kernels() + ", " + std::to_string(threads()) + " threads)";
@@ -135,7 +135,7 @@ std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOp
     cpu::ForwardOptions fo;
     fo.max_tokens = o.max_tokens;
     fo.n_threads = o.threads;
-    fo.isa = cpu::choose_isa(o.isa);
+    fo.isa = choose_isa(o.isa);
     fo.max_batch = o.max_batch;
     warnings = check_support(CpuBackend::support_for(fo), "cpu", o);
     backend = std::make_unique<CpuBackend>(model, fo);

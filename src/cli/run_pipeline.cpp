@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/isa.h"
 #include "cli/backend.h"
 #include "cli/loaded_model.h"
 #include "cli/model_source.h"
@@ -18,7 +19,6 @@
 #include "cli/run_options.h"
 #include "cli/run_report.h"
 #include "cli/util.h"
-#include "cpu/dispatch.h"
 #include "cpu/forward.h"
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
@@ -51,6 +51,8 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
   // Per-row statistics: the forward pass's CPU thread count (physical cores for --threads 0); on the
   // GPU the host threads are free, so --threads (0: OpenMP's default).
   p.n_threads = report.device == "cpu" ? report.threads : o.compute.threads;
+  // The sampler runs on the CPU whatever --device says: the same --isa choice as the CPU forward pass.
+  p.isa = choose_isa(o.compute.isa);
   p.mask_id = tok.mask_id();
   if (p.mask_id < 0) {
     throw Error("model has no mask token (tokenizer.ggml.mask_token_id missing): not a diffusion model GGUF");
@@ -248,7 +250,7 @@ int run_generate(RunOptions& o) {
                  static_cast<long long>(cfg.n_vocab));
     std::fprintf(stderr, "quantization: %s\n", report.quant_mix.c_str());
     if (report.device == "cpu") {
-      std::fprintf(stderr, "%s\n", cpu::describe_isa(cpu::parse_isa(report.isa)).c_str());
+      std::fprintf(stderr, "%s\n", describe_isa(parse_isa(report.isa)).c_str());
       std::fprintf(stderr, "threads: %d (OpenMP idle wait: %s)\n", report.threads, openmp_wait().c_str());
     }
     std::fprintf(stderr, "prompt: %lld tokens; canvas: %lld + %lld = %lld tokens\n",

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/ops.h"
 #include "cpu/kernels/qgemm.h"

@@ -24,7 +24,7 @@ namespace dllm::cpu {
 struct ForwardOptions {
   int64_t max_tokens = 0;  ///< longest token sequence forward() will see (prompt + canvas)
   int n_threads = 0;       ///< 0: physical cores (physical_core_count())
-  /// Kernel path for the Q4_K / Q6_K weight matrices; nullopt: choose_isa("") (cpu/dispatch.h: the
+  /// Kernel path for the Q4_K / Q6_K weight matrices; nullopt: choose_isa("") (base/isa.h: the
   /// $DLLM_CPU_ISA override, else the fastest path this CPU supports).
   std::optional<Isa> isa;
   /// Diagnostics only: forces a RoPE pairing instead of the architecture's (tests use it to show

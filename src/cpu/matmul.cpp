@@ -10,26 +10,12 @@
 #include <vector>
 
 #include "base/error.h"
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 #include "cpu/kernels/qgemm.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu {
-
-const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kScalar:
-      return "scalar";
-    case Isa::kAvx2:
-      return "avx2";
-    case Isa::kAvxVnni:
-      return "avxvnni";
-    case Isa::kAvx512Vnni:
-      return "avx512vnni";
-  }
-  return "unknown";
-}
 
 namespace {
 

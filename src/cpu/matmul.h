@@ -7,17 +7,11 @@
 #include <memory>
 #include <string>
 
+#include "base/isa.h"
 #include "gguf/gguf.h"
 #include "quant/blocks.h"
 
 namespace dllm::cpu {
-
-/// Instruction-set paths of the CPU kernels. kScalar is portable C++ and is what the tests check the
-/// others against.
-enum class Isa { kScalar, kAvx2, kAvxVnni, kAvx512Vnni };
-
-/// "scalar", "avx2", "avxvnni", "avx512vnni".
-const char* isa_name(Isa isa);
 
 /// One projection input: n_tokens rows x n_in columns (n_in contiguous), in f32 and, for quantized
 /// weights, also as Q8_K blocks (n_tokens rows x n_in/256 blocks, row-major). Quantized once per

@@ -17,11 +17,11 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
 RowChoice llada_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
-                    Rng* gumbel) {
+                    Rng* gumbel, Isa isa) {
   const size_t n = logits.size();
   RowChoice out;
   // The largest allowed logit: the greedy argmax's value and the softmax's shift (one pass for both).
-  const float top = max_allowed(logits.data(), allowed.data(), n);
+  const float top = max_allowed(isa, logits.data(), allowed.data(), n);
   // x0: argmax of the (noised) logits; strict > keeps the lowest id on ties, as torch.argmax.
   double best = kNegInf;
   if (temperature > 0.0) {
@@ -56,7 +56,7 @@ RowChoice llada_row(std::span<const float> logits, std::span<const uint8_t> allo
   if (out.token < 0) return out;  // no allowed id: check_params rules this out
   // Confidence: noise-free softmax over the allowed ids, f64.
   const double m = top;
-  const double z = std::isfinite(m) ? sum_exp_shifted(logits.data(), allowed.data(), n, m) : kNaN;
+  const double z = std::isfinite(m) ? sum_exp_shifted(isa, logits.data(), allowed.data(), n, m) : kNaN;
   out.confidence = std::exp(static_cast<double>(logits[out.token]) - m) / z;
   return out;
 }

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "base/isa.h"
 #include "diffusion/rng.h"
 
 namespace dllm::diffusion {
@@ -27,9 +28,10 @@ struct RowChoice {
 /// add_gumbel_noise = exp(l) / (-log u)^T in f64 with one u ~ U(0,1) per id drawn from `gumbel` in id
 /// order (T == 0: plain argmax, `gumbel` unused and may be null); ties go to the lowest id.
 /// confidence = softmax(l)[x0] of the NOISE-FREE logits (generate.py l.101: `p = F.softmax(logits)`,
-/// not logits_with_noise).
+/// not logits_with_noise). `isa` picks the path of the vocabulary-wide max and softmax sum
+/// (row_sums.h: row_sums_path).
 RowChoice llada_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
-                    Rng* gumbel);
+                    Rng* gumbel, Isa isa);
 
 /// What Dream's sample_tokens returns as confidence.
 enum class DreamConfidence {

@@ -6,17 +6,11 @@
 
 namespace dllm::diffusion {
 
-namespace {
-
-// Once per process: the sums are pure functions, so either path gives the caller the same answer
-// up to rounding (both within a few ulp of the exact sum). Every feature row_sums_avx512.cpp is
-// compiled with (CMakeLists.txt's *_avx512.cpp flags) must be present, not just AVX-512F: the
-// compiler may use any of them there, and the byte masks need BW and VL.
-const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512vnni");
-
-}  // namespace
+// kAvx512Vnni is supported only where the CPU and OS have every feature row_sums_avx512.cpp is
+// compiled with (CMakeLists.txt's *_avx512.cpp flags: F, BW, VL, DQ, VNNI; base/isa.h).
+Isa row_sums_path(Isa isa) {
+  return isa == Isa::kAvx512Vnni ? Isa::kAvx512Vnni : Isa::kScalar;
+}
 
 float max_allowed_scalar(const float* logits, const uint8_t* allowed, size_t n) {
   float m = -std::numeric_limits<float>::infinity();
@@ -35,13 +29,14 @@ double sum_exp_shifted_scalar(const float* logits, const uint8_t* allowed, size_
   return z;
 }
 
-float max_allowed(const float* logits, const uint8_t* allowed, size_t n) {
-  return kHaveAvx512 ? max_allowed_avx512(logits, allowed, n) : max_allowed_scalar(logits, allowed, n);
+float max_allowed(Isa isa, const float* logits, const uint8_t* allowed, size_t n) {
+  return row_sums_path(isa) == Isa::kAvx512Vnni ? max_allowed_avx512(logits, allowed, n)
+                                                : max_allowed_scalar(logits, allowed, n);
 }
 
-double sum_exp_shifted(const float* logits, const uint8_t* allowed, size_t n, double m) {
-  return kHaveAvx512 ? sum_exp_shifted_avx512(logits, allowed, n, m)
-                     : sum_exp_shifted_scalar(logits, allowed, n, m);
+double sum_exp_shifted(Isa isa, const float* logits, const uint8_t* allowed, size_t n, double m) {
+  return row_sums_path(isa) == Isa::kAvx512Vnni ? sum_exp_shifted_avx512(logits, allowed, n, m)
+                                                : sum_exp_shifted_scalar(logits, allowed, n, m);
 }
 
 }  // namespace dllm::diffusion

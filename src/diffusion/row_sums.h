@@ -7,17 +7,25 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/isa.h"
+
 namespace dllm::diffusion {
 
-/// Largest logits[i] with allowed[i] != 0; NaN logits are skipped; -inf when none qualifies.
-float max_allowed(const float* logits, const uint8_t* allowed, size_t n);
+/// The path the sums below run for the kernel path `isa` (SamplerParams::isa, from choose_isa):
+/// kAvx512Vnni runs the AVX-512 loops, every other path the portable ones (there is no AVX2 version).
+/// `isa` must be one this CPU supports (check_params refuses another).
+Isa row_sums_path(Isa isa);
+
+/// Largest logits[i] with allowed[i] != 0; NaN logits are skipped; -inf when none qualifies. Runs
+/// row_sums_path(isa).
+float max_allowed(Isa isa, const float* logits, const uint8_t* allowed, size_t n);
 
 /// z = sum over i with allowed[i] != 0 of exp(logits[i] - m) in f64, for m >= every allowed logit
 /// (a larger one counts as m). Terms below e^-708 and NaN logits count 0: a term under 1e-307 of the
-/// largest one (1) cannot change an f64 sum that contains it.
-double sum_exp_shifted(const float* logits, const uint8_t* allowed, size_t n, double m);
+/// largest one (1) cannot change an f64 sum that contains it. Runs row_sums_path(isa).
+double sum_exp_shifted(Isa isa, const float* logits, const uint8_t* allowed, size_t n, double m);
 
-/// The portable loops (std::exp), used where the CPU lacks AVX-512.
+/// The portable loops (std::exp).
 float max_allowed_scalar(const float* logits, const uint8_t* allowed, size_t n);
 double sum_exp_shifted_scalar(const float* logits, const uint8_t* allowed, size_t n, double m);
 

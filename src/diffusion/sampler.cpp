@@ -251,7 +251,7 @@ class Run {
         RowChoice c;
         if (llada) {
           Rng g = Rng::stream(p_.seed, RngPurpose::kGumbel, rng_step, pos);
-          c = llada_row(row_logits(j), allowed_, p_.temperature, &g);
+          c = llada_row(row_logits(j), allowed_, p_.temperature, &g, p_.isa);
           if (p_.remasking == Remasking::kRandom)
             c.confidence = Rng::stream(p_.seed, RngPurpose::kRandomRemask, rng_step, pos).uniform_open();
         } else {
@@ -490,6 +490,8 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
     any = id != p.mask_id &&
           (p.sampleable.empty() || (id < static_cast<int64_t>(p.sampleable.size()) && p.sampleable[id]));
   if (!any) throw Error("no token id can be sampled: the tokenizer defines none besides the mask token");
+  if (!isa_supported(p.isa))
+    throw Error(std::string("sampler kernel path ") + isa_name(p.isa) + " is not supported by this CPU");
 
   int64_t max_per_step = 0;
   if (p.schedule == Schedule::kLlada) {

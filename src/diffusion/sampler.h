@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/isa.h"
 #include "diffusion/logits_source.h"
 
 namespace dllm::diffusion {
@@ -94,6 +95,9 @@ struct SamplerParams {
   /// The mask id is never sampled whatever this says.
   std::vector<bool> sampleable;
   int n_threads = 0;  ///< threads for per-row statistics; 0: OpenMP's default. Results do not depend on it.
+  /// CPU kernel path of the per-row statistics (row_sums.h); must be one this CPU supports. The CLI
+  /// passes choose_isa's answer for --isa, the one the CPU forward pass gets; default: the fastest.
+  Isa isa = best_isa();
 };
 
 /// One step, as reported to on_step. Spans are valid only during the callback.
@@ -143,7 +147,7 @@ struct GenerateResult {
 /// LLaDA max_tokens not a multiple of block_length, LLaDA steps not a multiple of the block count,
 /// temperature/alg_temp < 0, top_p not in (0, 1], top_k < 0, eps not in (0, 1), threshold not in
 /// (0, 1], cfg_scale < 0, cfg_scale > 0 with Dream or with a cache; dllm::Error when mask_id is outside [0,
-/// n_vocab) or no id is sampleable.
+/// n_vocab), no id is sampleable, or this CPU cannot run `isa`.
 std::vector<std::string> check_params(const SamplerParams& params, int64_t prompt_len, int64_t n_vocab);
 
 /// Runs the denoising loop: canvas = prompt + max_tokens masks, then steps until every position is

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 #include "cpu/forward.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -87,9 +87,9 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
   const ReferenceForward ref{.m = synth, .neox = c.spec.arch == "dream", .q8k_inputs = true};
   const auto expected = ref.forward(tokens);
 
-  for (const cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvxVnni, cpu::Isa::kAvx512Vnni}) {
-    if (!cpu::isa_supported(isa)) {
-      std::printf("[skipped] %s: this CPU cannot run %s\n", c.name.c_str(), cpu::isa_name(isa));
+  for (const Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+    if (!isa_supported(isa)) {
+      std::printf("[skipped] %s: this CPU cannot run %s\n", c.name.c_str(), isa_name(isa));
       continue;
     }
     cpu::ForwardOptions opt;
@@ -103,8 +103,8 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
 
     const double err = max_rel_rms(logits, expected);
     std::printf("[figures] %s (%s): max row rel RMS vs f64 reference %.2e (bound %.0e)\n", c.name.c_str(),
-                cpu::isa_name(isa), err, c.bound);
-    EXPECT_LE(err, c.bound) << cpu::isa_name(isa);
+                isa_name(isa), err, c.bound);
+    EXPECT_LE(err, c.bound) << isa_name(isa);
 
     // The comparison is sharp enough to see a convention error: the other RoPE pairing is far off.
     ReferenceForward wrong = ref;
@@ -116,7 +116,7 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
       exact.q8k_inputs = false;
       const double err_exact = max_rel_rms(logits, exact.forward(tokens));
       std::printf("[figures] %s (%s): vs f64 reference without Q8_K rounding %.2e\n", c.name.c_str(),
-                  cpu::isa_name(isa), err_exact);
+                  isa_name(isa), err_exact);
       EXPECT_GT(err_exact, 100 * err);
     }
   }

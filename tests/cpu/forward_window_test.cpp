@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 #include "cpu/forward.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -101,9 +101,9 @@ std::vector<float> windowed(cpu::CpuForward& fwd, const std::vector<int32_t>& to
 TEST_P(ForwardWindow, RefreshAndUnchangedStepsEqualTheFullForward) {
   const Case c = GetParam();
   const Loaded m(spec_for(c.arch, c.mix, 2));
-  for (const cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvxVnni, cpu::Isa::kAvx512Vnni}) {
-    if (!cpu::isa_supported(isa)) {
-      std::printf("[skipped] %s: this CPU cannot run %s\n", c.name.c_str(), cpu::isa_name(isa));
+  for (const Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+    if (!isa_supported(isa)) {
+      std::printf("[skipped] %s: this CPU cannot run %s\n", c.name.c_str(), isa_name(isa));
       continue;
     }
     cpu::ForwardOptions opt;
@@ -117,7 +117,7 @@ TEST_P(ForwardWindow, RefreshAndUnchangedStepsEqualTheFullForward) {
 
     cpu::KvCache cache;
     EXPECT_TRUE(same_bits(windowed(fwd, tokens, 0, 0, all, cache, /*refresh=*/true), reference))
-        << cpu::isa_name(isa);
+        << isa_name(isa);
     EXPECT_EQ(cache.n_tokens, 19);
     // K and V x 2 layers x max_tokens 24 x n_head_kv * head_dim floats.
     EXPECT_EQ(cache.bytes(),
@@ -132,7 +132,7 @@ TEST_P(ForwardWindow, RefreshAndUnchangedStepsEqualTheFullForward) {
         expected.insert(expected.end(), reference.begin() + r * fwd.n_vocab(),
                         reference.begin() + (r + 1) * fwd.n_vocab());
       EXPECT_TRUE(same_bits(windowed(fwd, tokens, wb, we, rows, cache, false), expected))
-          << cpu::isa_name(isa) << " window [" << wb << ", " << we << ")";
+          << isa_name(isa) << " window [" << wb << ", " << we << ")";
     }
   }
 }

@@ -1,4 +1,4 @@
-// The packed Q4_K / Q5_K / Q6_K / Q8_0 GEMM (src/cpu/qgemm_*, src/cpu/kernels/, make_matrix) on every
+// The packed Q4_K / Q5_K / Q6_K / Q8_0 GEMM (src/cpu/kernels/qgemm_*, make_matrix) on every
 // ISA path this CPU supports, plus the AVX-VNNI kernels with their VNNI instructions emulated in AVX2
 // (make_matrix_vnni_emulated), which runs the VNNI code paths on CPUs without VNNI.
 //
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 #include "cpu/kernels/qgemm.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/matmul.h"

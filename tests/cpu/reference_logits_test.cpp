@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 #include "cpu/forward.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -33,7 +33,7 @@ using test::within_reference_bounds;
 
 std::vector<float> run_forward(const model::Model& model, const std::vector<int32_t>& tokens, int n_threads,
                                std::optional<model::RopeMode> rope_mode = std::nullopt,
-                               std::optional<cpu::Isa> isa = std::nullopt) {
+                               std::optional<Isa> isa = std::nullopt) {
   cpu::ForwardOptions opt;
   opt.isa = isa;
   opt.max_tokens = static_cast<int64_t>(tokens.size());
@@ -50,11 +50,11 @@ std::vector<float> run_forward(const model::Model& model, const std::vector<int3
 class ReferenceLogits : public ::testing::TestWithParam<std::string> {};
 
 /// (arch, kernel path): the comparison runs on every path this CPU supports.
-class ReferenceLogitsIsa : public ::testing::TestWithParam<std::tuple<std::string, cpu::Isa>> {};
+class ReferenceLogitsIsa : public ::testing::TestWithParam<std::tuple<std::string, Isa>> {};
 
 TEST_P(ReferenceLogitsIsa, MatchLlamaCpp) {
   const auto [arch, isa] = GetParam();
-  if (!cpu::isa_supported(isa)) GTEST_SKIP() << "this CPU cannot run " << cpu::isa_name(isa);
+  if (!isa_supported(isa)) GTEST_SKIP() << "this CPU cannot run " << isa_name(isa);
   const auto file = gguf::GgufFile::open(reference_model(arch).string());
   const auto model = model::Model::load(file);
   // The sequences with llama.cpp logits (sequence b's are held back).
@@ -67,19 +67,17 @@ TEST_P(ReferenceLogitsIsa, MatchLlamaCpp) {
     const LogitsFigures f = compare_logits(s, ours, /*verbose=*/true);
     std::printf(
         "[figures] tiny-%s-%s (%s): %zu rows, rel RMS max %.4f median %.4f, argmax agreement %.1f%%\n",
-        arch.c_str(), key.c_str(), cpu::isa_name(isa), s.tokens.size(), f.max_rel, f.median_rel,
+        arch.c_str(), key.c_str(), isa_name(isa), s.tokens.size(), f.max_rel, f.median_rel,
         100 * f.argmax_agree);
     expect_within_reference_bounds(f, key);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(ArchsIsas, ReferenceLogitsIsa,
-                         ::testing::Combine(::testing::Values("llada", "dream"),
-                                            ::testing::Values(cpu::Isa::kScalar, cpu::Isa::kAvx2,
-                                                              cpu::Isa::kAvxVnni, cpu::Isa::kAvx512Vnni)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + cpu::isa_name(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    ArchsIsas, ReferenceLogitsIsa,
+    ::testing::Combine(::testing::Values("llada", "dream"),
+                       ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni)),
+    [](const auto& info) { return std::get<0>(info.param) + "_" + isa_name(std::get<1>(info.param)); });
 
 TEST_P(ReferenceLogits, WrongRopeModeFails) {
   // The comparison must be able to fail: the other RoPE pairing (a convention error) is far outside

@@ -1,4 +1,4 @@
-// The row kernels of every path (cpu/row_kernels.h) against independent references: Q8_K
+// The row kernels of every path (cpu/kernels/row_kernels.h) against independent references: Q8_K
 // quantization byte for byte against quant::quantize_row_q8_K (ggml's quantize_row_q8_K_ref
 // arithmetic), SiLU * up against the f64 formula, one attention head against an f64 softmax(q k^T) v
 // written here. Paths this CPU cannot run are skipped with the reason.
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 #include "cpu/ops.h"
 #include "quant/quant.h"
 

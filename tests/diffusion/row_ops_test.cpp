@@ -48,7 +48,7 @@ TEST(LladaRow, GumbelSamplesSoftmaxOverTemperature) {
     std::vector<int64_t> counts(4, 0);
     for (int64_t i = 0; i < n; ++i) {
       Rng g = Rng::stream(42, RngPurpose::kGumbel, i, 7);
-      counts[llada_row(lf, allowed, t, &g).token]++;
+      counts[llada_row(lf, allowed, t, &g, dllm::best_isa()).token]++;
     }
     const auto expected = softmax(l, t);
     EXPECT_LT(chi_square(counts, expected, n), 16.27) << "T=" << t;
@@ -68,7 +68,7 @@ TEST(LladaRow, ConfidenceIsNoiseFreeSoftmax) {
   std::vector<int> seen(5, 0);
   for (int i = 0; i < 2000; ++i) {
     Rng g = Rng::stream(1, RngPurpose::kGumbel, i, 0);
-    const RowChoice c = llada_row(lf, allowed, 1.0, &g);
+    const RowChoice c = llada_row(lf, allowed, 1.0, &g, dllm::best_isa());
     seen[c.token] = 1;
     EXPECT_NEAR(c.confidence, p[c.token], 1e-12);
   }
@@ -77,7 +77,7 @@ TEST(LladaRow, ConfidenceIsNoiseFreeSoftmax) {
 
 TEST(LladaRow, GreedyArgmaxLowestIdOnTies) {
   const std::vector<float> lf = {-3.0f, -1.0f, -1.0f, -2.0f};  // all negative: no "min float" start bug
-  const RowChoice c = llada_row(lf, all_allowed(4), 0.0, nullptr);
+  const RowChoice c = llada_row(lf, all_allowed(4), 0.0, nullptr, dllm::best_isa());
   EXPECT_EQ(c.token, 1);
   const auto p = softmax({-3, -1, -1, -2});
   EXPECT_NEAR(c.confidence, p[1], 1e-12);
@@ -90,7 +90,7 @@ TEST(LladaRow, DisallowedIdsNeverChosenAndOutOfSoftmax) {
   const auto p = softmax({0.0, 1.0});
   for (int i = 0; i < 500; ++i) {
     Rng g = Rng::stream(3, RngPurpose::kGumbel, i, 0);
-    const RowChoice c = llada_row(lf, allowed, i % 2 ? 2.0 : 0.0, &g);
+    const RowChoice c = llada_row(lf, allowed, i % 2 ? 2.0 : 0.0, &g, dllm::best_isa());
     ASSERT_TRUE(c.token == 0 || c.token == 2);
     EXPECT_NEAR(c.confidence, c.token == 0 ? p[0] : p[1], 1e-12);
   }

@@ -6,21 +6,25 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "base/error.h"
 #include "diffusion/row_ops.h"
+#include "diffusion/sampler.h"
 
 using namespace dllm::diffusion;
+using dllm::Isa;
 
 namespace {
 
 bool have_avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vnni");
+  return dllm::isa_supported(Isa::kAvx512Vnni);
 }
+
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni};
 
 struct Row {
   std::vector<float> logits;
@@ -88,10 +92,11 @@ TEST(RowSums, EveryLengthUpToThreeVectors) {
   for (size_t n = 0; n <= 48; ++n) {
     const Row r = make_row(n, uint32_t(100 + n), n % 2 == 1);
     const float m = max_ref(r);
-    EXPECT_EQ(max_allowed(r.logits.data(), r.allowed.data(), n), m) << n;
+    const Isa best = dllm::best_isa();
+    EXPECT_EQ(max_allowed(best, r.logits.data(), r.allowed.data(), n), m) << n;
     if (!std::isfinite(m)) continue;
     const double z = sum_ref(r, m);
-    EXPECT_NEAR(sum_exp_shifted(r.logits.data(), r.allowed.data(), n, m), z, 1e-12 * z) << n;
+    EXPECT_NEAR(sum_exp_shifted(best, r.logits.data(), r.allowed.data(), n, m), z, 1e-12 * z) << n;
     if (have_avx512()) {
       EXPECT_EQ(max_allowed_avx512(r.logits.data(), r.allowed.data(), n), m) << n;
       EXPECT_NEAR(sum_exp_shifted_avx512(r.logits.data(), r.allowed.data(), n, m), z, 1e-12 * z) << n;
@@ -119,7 +124,51 @@ TEST(RowSums, GreedyLladaRowOnVocabularyRow) {
   r.logits[90000] = m;  // a tie after the first maximum: the lower id must win
   size_t first = 0;
   while (!(r.allowed[first] && r.logits[first] == m)) ++first;
-  const RowChoice c = llada_row(r.logits, r.allowed, 0.0, nullptr);
+  const RowChoice c = llada_row(r.logits, r.allowed, 0.0, nullptr, dllm::best_isa());
   EXPECT_EQ(c.token, int32_t(first));
   EXPECT_NEAR(c.confidence, 1.0 / sum_ref(r, m), 1e-12);
+}
+
+// The sampler's kernel path follows the ISA it is given (SamplerParams::isa, from --isa): kScalar,
+// kAvx2 and kAvxVnni run the portable loops and only kAvx512Vnni the AVX-512 ones. Told apart by
+// their bits: the two paths add the softmax terms in different orders, so on a vocabulary row their
+// sums differ in the last places, and llada_row's confidence carries the sum of the path that ran.
+TEST(RowSums, LladaRowRunsThePathOfTheRequestedIsa) {
+  const Row r = make_row(126464, 11, false);
+  const float m = max_ref(r);
+  const size_t n = r.logits.size();
+  const RowChoice greedy = llada_row(r.logits, r.allowed, 0.0, nullptr, Isa::kScalar);
+  ASSERT_GE(greedy.token, 0);
+  const double num = std::exp(double(r.logits[size_t(greedy.token)]) - m);
+  const double z_scalar = sum_exp_shifted_scalar(r.logits.data(), r.allowed.data(), n, m);
+  for (const Isa isa : kAllIsas) {
+    EXPECT_EQ(row_sums_path(isa), isa == Isa::kAvx512Vnni ? Isa::kAvx512Vnni : Isa::kScalar) << isa_name(isa);
+    if (!dllm::isa_supported(isa)) {
+      std::printf("skipped %s: this CPU/OS cannot run it\n", isa_name(isa));
+      continue;
+    }
+    const RowChoice c = llada_row(r.logits, r.allowed, 0.0, nullptr, isa);
+    EXPECT_EQ(c.token, greedy.token) << isa_name(isa);
+    if (isa != Isa::kAvx512Vnni) {
+      EXPECT_EQ(c.confidence, num / z_scalar) << isa_name(isa) << " must run the portable sums";
+      continue;
+    }
+    const double z_avx512 = sum_exp_shifted_avx512(r.logits.data(), r.allowed.data(), n, m);
+    EXPECT_EQ(c.confidence, num / z_avx512) << "avx512vnni must run the AVX-512 sums";
+    if (z_avx512 == z_scalar) std::printf("note: both sums agree to the bit on this row\n");
+  }
+}
+
+// A path the CPU cannot run is refused before any step (generate() would otherwise execute it).
+TEST(RowSums, SamplerRefusesAnIsaThisCpuLacks) {
+  Isa missing = Isa::kScalar;
+  for (const Isa isa : kAllIsas)
+    if (!dllm::isa_supported(isa)) missing = isa;
+  if (missing == Isa::kScalar) GTEST_SKIP() << "this CPU runs every path";
+  SamplerParams p;
+  p.mask_id = 3;
+  p.isa = missing;
+  EXPECT_THROW(check_params(p, 4, 16), dllm::Error);
+  p.isa = Isa::kScalar;
+  EXPECT_NO_THROW(check_params(p, 4, 16));
 }

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cpu/matmul.h"
+#include "base/isa.h"
 #include "quant/blocks.h"
 
 namespace dllm::cpu {

@@ -1,14 +1,22 @@
-// Run-time choice of the CPU kernel path: which instruction sets this CPU and OS support (CPUID plus
-// XGETBV), the best of them, and the user's override (--isa, $DLLM_CPU_ISA). Only this file and the
-// *_avx2.cpp / *_avxvnni.cpp / *_avx512.cpp kernels know about ISAs; nothing here uses intrinsics.
+// The CPU instruction-set paths and the one place that detects them: which instruction sets this CPU
+// and OS support (CPUID plus XGETBV), the best of them, and the user's choice (--isa, $DLLM_CPU_ISA).
+// Every SIMD kernel is chosen from an Isa picked here: the forward pass's (src/cpu) and the sampler's
+// row sums (src/diffusion, through SamplerParams::isa), so `--isa scalar` runs no SIMD path anywhere.
+// Intrinsics live only in files named *_avx2.cpp / *_avxvnni.cpp / *_avx512.cpp (CMakeLists.txt gives
+// each its flags); nothing here uses any.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "cpu/matmul.h"
+namespace dllm {
 
-namespace dllm::cpu {
+/// Instruction-set paths of the CPU kernels. kScalar is portable C++ and is what the tests check the
+/// others against.
+enum class Isa { kScalar, kAvx2, kAvxVnni, kAvx512Vnni };
+
+/// "scalar", "avx2", "avxvnni", "avx512vnni".
+const char* isa_name(Isa isa);
 
 /// What CPUID reports, already combined with the OS's XSAVE state (XCR0): a flag is true only when the
 /// CPU has the instructions AND the OS saves the registers they use (AVX: XMM|YMM state; AVX-512 also
@@ -47,4 +55,4 @@ Isa choose_isa(std::string_view requested = "");
 /// One line for --verbose: "cpu: avx512vnni (supported: scalar avx2 avxvnni avx512vnni)".
 std::string describe_isa(Isa chosen);
 
-}  // namespace dllm::cpu
+}  // namespace dllm

@@ -1,6 +1,6 @@
-// CPUID + XGETBV feature detection and the ISA choice (see dispatch.h). Plain C++ plus two inline
+// CPUID + XGETBV feature detection and the ISA choice (see isa.h). Plain C++ plus two inline
 // asm helpers from <cpuid.h>; no SIMD intrinsics, so this file runs on any x86-64.
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 
 #include <cstdlib>
 #include <string>
@@ -12,7 +12,7 @@
 #define DLLM_X86 1
 #endif
 
-namespace dllm::cpu {
+namespace dllm {
 namespace {
 
 #ifdef DLLM_X86
@@ -109,6 +109,20 @@ std::string supported_list() {
 
 }  // namespace
 
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvxVnni:
+      return "avxvnni";
+    case Isa::kAvx512Vnni:
+      return "avx512vnni";
+  }
+  return "unknown";
+}
+
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = detect();
   return features;
@@ -169,4 +183,4 @@ std::string describe_isa(Isa chosen) {
   return std::string("cpu: ") + isa_name(chosen) + " (supported: " + supported_list() + ")";
 }
 
-}  // namespace dllm::cpu
+}  // namespace dllm

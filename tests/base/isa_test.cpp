@@ -1,4 +1,4 @@
-// ISA detection and choice (src/cpu/dispatch): CPUID + XGETBV flags against the kernel's own view in
+// ISA detection and choice (src/base/isa): CPUID + XGETBV flags against the kernel's own view in
 // /proc/cpuinfo (an independent reader of the same CPUID bits, masked by what the OS enabled), name
 // parsing, the --isa / $DLLM_CPU_ISA override and its errors.
 #include <gtest/gtest.h>
@@ -10,9 +10,9 @@
 #include <string>
 
 #include "base/error.h"
-#include "cpu/dispatch.h"
+#include "base/isa.h"
 
-namespace dllm::cpu {
+namespace dllm {
 namespace {
 
 // The "flags" line of /proc/cpuinfo, or an empty set where there is none.
@@ -141,4 +141,4 @@ TEST(Dispatch, DescribeNamesTheChoiceAndTheSupportedPaths) {
 }
 
 }  // namespace
-}  // namespace dllm::cpu
+}  // namespace dllm
