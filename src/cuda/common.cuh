@@ -1,5 +1,5 @@
-// Device helpers shared by the kernels of src/cuda: warp reductions, decoding of the K-quant block
-// headers, and launch checking.
+// Device helpers shared by the kernels of src/cuda: warp reductions, f16 loads, and launch checking
+// (the Q4_K scale decoding is quant/k_scales.h, shared with the host).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -34,18 +34,6 @@ __device__ __forceinline__ float warp_max(float v) {
 /// Little-endian f16 at an address with 2-byte alignment.
 __device__ __forceinline__ float load_f16(const uint8_t* p) {
   return __half2float(*reinterpret_cast<const __half*>(p));
-}
-
-/// Q4_K 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes (ggml get_scale_min_k4;
-/// same as quant/k_scales.h).
-__device__ __forceinline__ void q4k_scale_min(int j, const uint8_t* s, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
 }
 
 /// Throws (host side) when the last launch failed.

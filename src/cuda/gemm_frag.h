@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "quant/k_scales.h"
+
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #endif
@@ -76,17 +78,6 @@ DLLM_HD uint32_t vsub4(uint32_t a, uint32_t b) {
 #endif
 }
 
-/// Q4_K 6-bit scale and min of sub-block j from the 12 packed bytes (ggml get_scale_min_k4).
-DLLM_HD void q4k_scale_min(int j, const uint8_t* s, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 /// Q4_K, sub-block j (values 32 j .. 32 j + 31) of the super-blocks ba (row group) and bb (row
 /// group + 8): the 16 x 32 A fragment of lane tig. The 32 values of sub-block j are the low (j even)
 /// or high (j odd) nibbles of the 32 bytes qs[32 (j / 2) ..]; qs starts at byte 16 of the block.
@@ -102,7 +93,7 @@ DLLM_HD void q4k_a_frag(const uint8_t* ba, const uint8_t* bb, int j, int tig, ui
 /// Q4_K row factors of sub-block j: f = d * sc_j, m = dmin * m_j (x = f q - m).
 DLLM_HD void q4k_factors(const uint8_t* blk, int j, float& f, float& m) {
   int sc, mn;
-  q4k_scale_min(j, blk + 4, sc, mn);
+  quant::q4k_scale_min(j, blk + 4, sc, mn);
   f = ld_f16(blk) * static_cast<float>(sc);
   m = ld_f16(blk + 2) * static_cast<float>(mn);
 }

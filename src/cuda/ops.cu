@@ -6,6 +6,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/kernels.h"
+#include "quant/k_scales.h"
 
 namespace dllm::cuda::kern {
 
@@ -23,7 +24,7 @@ __device__ __forceinline__ float weight_value(WType type, const uint8_t* row, in
       const uint8_t* b = row + (e / 256) * kQ4KBytes;
       const int i = static_cast<int>(e % 256), j = i / 32, l = i % 32;
       int sc, m;
-      q4k_scale_min(j, b + 4, sc, m);
+      quant::q4k_scale_min(j, b + 4, sc, m);
       const uint8_t byte = b[16 + 32 * (j / 2) + l];
       const int q = (j & 1) ? (byte >> 4) : (byte & 0xf);
       return (load_f16(b) * static_cast<float>(sc)) * static_cast<float>(q) -

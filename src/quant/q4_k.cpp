@@ -16,9 +16,9 @@ void dequantize_row_q4_K(const block_q4_K* x, float* y, int64_t n) {
     const uint8_t* q = x[i].qs;
     float* out = y + i * kQK_K;
     for (int c = 0; c < 4; ++c) {
-      uint8_t sc0, m0, sc1, m1;
-      detail::get_scale_min_k4(2 * c, x[i].scales, &sc0, &m0);
-      detail::get_scale_min_k4(2 * c + 1, x[i].scales, &sc1, &m1);
+      int sc0, m0, sc1, m1;
+      q4k_scale_min(2 * c, x[i].scales, sc0, m0);
+      q4k_scale_min(2 * c + 1, x[i].scales, sc1, m1);
       // (d * sc) and (dmin * m) are exact in f32 (11 x 6 bits); d1 * q is exact too, so the only
       // rounding is the final subtraction, as in ggml.
       const float d0 = d * sc0, mm0 = dmin * m0;
@@ -43,9 +43,9 @@ float vec_dot_q4_K_q8_K(const block_q4_K* x, const block_q8_K* y, int64_t n) {
     int32_t isum = 0;
     int32_t msum = 0;
     for (int c = 0; c < 4; ++c) {
-      uint8_t sc0, m0, sc1, m1;
-      detail::get_scale_min_k4(2 * c, x[i].scales, &sc0, &m0);
-      detail::get_scale_min_k4(2 * c + 1, x[i].scales, &sc1, &m1);
+      int sc0, m0, sc1, m1;
+      q4k_scale_min(2 * c, x[i].scales, sc0, m0);
+      q4k_scale_min(2 * c + 1, x[i].scales, sc1, m1);
       int32_t s0 = 0, s1 = 0;
       for (int l = 0; l < 32; ++l) {
         s0 += static_cast<int32_t>(q[l] & 0xf) * a[64 * c + l];

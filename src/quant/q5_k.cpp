@@ -15,9 +15,9 @@ void dequantize_row_q5_K(const block_q5_K* x, float* y, int64_t n) {
     const uint8_t* qh = x[i].qh;
     float* out = y + i * kQK_K;
     for (int c = 0; c < 4; ++c) {
-      uint8_t sc0, m0, sc1, m1;
-      detail::get_scale_min_k4(2 * c, x[i].scales, &sc0, &m0);
-      detail::get_scale_min_k4(2 * c + 1, x[i].scales, &sc1, &m1);
+      int sc0, m0, sc1, m1;
+      q4k_scale_min(2 * c, x[i].scales, sc0, m0);
+      q4k_scale_min(2 * c + 1, x[i].scales, sc1, m1);
       const float d0 = d * sc0, mm0 = dmin * m0;
       const float d1 = d * sc1, mm1 = dmin * m1;
       const uint8_t bit0 = static_cast<uint8_t>(1u << (2 * c));
@@ -48,9 +48,9 @@ float vec_dot_q5_K_q8_K(const block_q5_K* x, const block_q8_K* y, int64_t n) {
     int32_t isum = 0;
     int32_t msum = 0;
     for (int c = 0; c < 4; ++c) {
-      uint8_t sc0, m0, sc1, m1;
-      detail::get_scale_min_k4(2 * c, x[i].scales, &sc0, &m0);
-      detail::get_scale_min_k4(2 * c + 1, x[i].scales, &sc1, &m1);
+      int sc0, m0, sc1, m1;
+      q4k_scale_min(2 * c, x[i].scales, sc0, m0);
+      q4k_scale_min(2 * c + 1, x[i].scales, sc1, m1);
       const uint8_t bit0 = static_cast<uint8_t>(1u << (2 * c));
       const uint8_t bit1 = static_cast<uint8_t>(2u << (2 * c));
       int32_t s0 = 0, s1 = 0;

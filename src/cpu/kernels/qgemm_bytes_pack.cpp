@@ -10,20 +10,6 @@ namespace dllm::cpu::qgemm {
 
 namespace {
 
-// The 6-bit scale and min of sub-block j from block_q5_K::scales, packed as in block_q4_K (ggml's
-// get_scale_min_k4): bytes 0-3 hold sc[0..3] in bits 0-5, bytes 4-7 hold m[0..3]; sub-blocks 4..7
-// keep their low 4 bits in bytes 8-11 (sc low nibble, m high nibble) and their top 2 bits in bits 6-7
-// of bytes 0-3 (sc) and 4-7 (m).
-void k_scale_min(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = uint8_t((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
-    *m = uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-  }
-}
-
 void pack_q8_0_row(const quant::block_q8_0& b, int r, Q80Block& o) {
   o.d[r] = b.d;
   int sum = 0;
@@ -49,14 +35,7 @@ void q5_K_values(const quant::block_q5_K& b, uint8_t* q) {
 }
 
 void pack_q5_K_row(const quant::block_q5_K& b, int r, Q5KBlock& o) {
-  o.d[r] = b.d;
-  o.dmin[r] = b.dmin;
-  uint8_t m[8];
-  for (int j = 0; j < 8; ++j) k_scale_min(b.scales, j, &o.scales[j][r], &m[j]);
-  for (int p = 0; p < 4; ++p) {
-    o.mins[p][r][0] = m[2 * p];
-    o.mins[p][r][1] = m[2 * p + 1];
-  }
+  pack_k_header_row(b, r, o);
   uint8_t q[quant::kQK_K];
   q5_K_values(b, q);
   for (int j = 0; j < 8; ++j) {

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <new>
 
-#include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/kernels/qgemm.h"
+#include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/kernels/qgemm_pack_walk.h"
 #include "quant/quant.h"
 
@@ -31,19 +31,6 @@ template AlignedArray<Q80Block> aligned_zeros<Q80Block>(size_t);
 template AlignedArray<Q5KBlock> aligned_zeros<Q5KBlock>(size_t);
 
 namespace {
-
-// The 6-bit scale and min of sub-block j from block_q4_K::scales (ggml's get_scale_min_k4): bytes 0-3
-// hold sc[0..3] in bits 0-5, bytes 4-7 hold m[0..3]; sub-blocks 4..7 keep their low 4 bits in bytes
-// 8-11 (sc low nibble, m high nibble) and their top 2 bits in bits 6-7 of bytes 0-3 (sc) and 4-7 (m).
-void q4_K_scale_min(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
 
 // The 256 four-bit values (0..15) of a block_q4_K, in order: sub-block j (values 32j..32j+31) lives in
 // bytes 32 (j / 2) .. + 31 of qs, in the low nibbles for even j, the high nibbles for odd j.
@@ -83,14 +70,7 @@ void store_nibble_pairs(const uint8_t* v, uint8_t (&plane)[4][kRows][4], int r) 
 
 // Row r of a Q4KBlock from that row's block_q4_K.
 void pack_q4_K_row(const quant::block_q4_K& b, int r, Q4KBlock& o) {
-  o.d[r] = b.d;
-  o.dmin[r] = b.dmin;
-  uint8_t m[8];
-  for (int j = 0; j < 8; ++j) q4_K_scale_min(b.scales, j, &o.scales[j][r], &m[j]);
-  for (int p = 0; p < 4; ++p) {
-    o.mins[p][r][0] = m[2 * p];
-    o.mins[p][r][1] = m[2 * p + 1];
-  }
+  pack_k_header_row(b, r, o);
   uint8_t q[quant::kQK_K];
   q4_K_values(b, q);
   for (int j = 0; j < 8; ++j) store_nibble_pairs(q + 32 * j, o.qs[j], r);

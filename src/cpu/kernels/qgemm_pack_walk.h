@@ -1,11 +1,12 @@
-// Internal to src/cpu: the load-time walk that the packed weight layouts share (qgemm_pack.cpp for
-// Q4KBlock / Q6KBlock, qgemm_q6k8_pack.cpp for Q6K8Block, kernels/qgemm_bytes_pack.cpp for Q80Block /
-// Q5KBlock).
+// Internal to src/cpu: the load-time walk and the K-quant row header that the packed weight layouts share
+// (qgemm_pack.cpp for Q4KBlock / Q6KBlock, qgemm_q6k8_pack.cpp for Q6K8Block, kernels/qgemm_bytes_pack.cpp
+// for Q80Block / Q5KBlock).
 #pragma once
 
 #include <cstdint>
 
 #include "cpu/kernels/qgemm.h"
+#include "quant/k_scales.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu::qgemm {
@@ -30,6 +31,21 @@ AlignedArray<Packed> pack_groups(const Block* src, int64_t n_out, int64_t n_in, 
     }
   }
   return dst;
+}
+
+// Row r's header in a packed Q4_K / Q5_K block (Packed = Q4KBlock or Q5KBlock) from its GGUF block
+// (block_q4_K or block_q5_K, the same d, dmin and 12 scale bytes): d, dmin, the 6-bit scales, and
+// the mins as the (m[2p], m[2p+1]) pairs the kernels multiply with the activation sums of 32.
+template <typename Packed, typename Block>
+void pack_k_header_row(const Block& b, int r, Packed& o) {
+  o.d[r] = b.d;
+  o.dmin[r] = b.dmin;
+  for (int j = 0; j < 8; ++j) {
+    int sc = 0, m = 0;
+    quant::q4k_scale_min(j, b.scales, sc, m);
+    o.scales[j][r] = static_cast<uint8_t>(sc);
+    o.mins[j / 2][r][j % 2] = static_cast<uint8_t>(m);
+  }
 }
 
 }  // namespace dllm::cpu::qgemm
