@@ -12,7 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "cpu/matmul.h"
+#include "base/isa.h"
+#include "cpu/threads.h"
 #include "model/config.h"
 
 namespace dllm::model {
@@ -47,11 +48,6 @@ struct KvCache {
   std::vector<float> k, v;
   size_t bytes() const { return (k.size() + v.size()) * sizeof(float); }
 };
-
-/// Physical cores this process may run on: distinct (package, core) pairs among the CPUs of its
-/// affinity mask, read from /sys/devices/system/cpu/cpuN/topology; falls back to
-/// std::thread::hardware_concurrency() (logical CPUs) when that is unreadable. At least 1.
-int physical_core_count();
 
 class CpuForward {
  public:

@@ -15,20 +15,6 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
-RopeTable::RopeTable(int64_t head_dim, int64_t max_pos, double freq_base)
-    : half_(head_dim / 2), max_pos_(max_pos) {
-  cos_.resize(static_cast<size_t>(max_pos * half_));
-  sin_.resize(cos_.size());
-  for (int64_t p = 0; p < max_pos; ++p) {
-    for (int64_t i = 0; i < half_; ++i) {
-      const double theta = static_cast<double>(p) *
-                           std::pow(freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
-      cos_[static_cast<size_t>(p * half_ + i)] = static_cast<float>(std::cos(theta));
-      sin_[static_cast<size_t>(p * half_ + i)] = static_cast<float>(std::sin(theta));
-    }
-  }
-}
-
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
           model::RopeMode mode) {
   const int64_t half = head_dim / 2;

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "model/config.h"
 
@@ -15,25 +14,8 @@ namespace dllm::cpu {
 /// the mean accumulated in double. x, w, y have n values; y may alias x.
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps);
 
-/// cos/sin of the RoPE angles pos * base^(-2i/head_dim), i < head_dim/2, for pos < max_pos, computed
-/// in double and rounded once. Row `pos` of cos()/sin() holds head_dim/2 values.
-class RopeTable {
- public:
-  RopeTable() = default;
-  RopeTable(int64_t head_dim, int64_t max_pos, double freq_base);
-  const float* cos(int64_t pos) const { return cos_.data() + pos * half_; }
-  const float* sin(int64_t pos) const { return sin_.data() + pos * half_; }
-  int64_t head_dim() const { return 2 * half_; }
-  int64_t max_pos() const { return max_pos_; }
-
- private:
-  int64_t half_ = 0;
-  int64_t max_pos_ = 0;
-  std::vector<float> cos_, sin_;
-};
-
 /// Rotates n_heads consecutive heads of head_dim values (one token's Q or K row) in place with the
-/// angles of one position (cos/sin: head_dim/2 values, e.g. RopeTable::cos(pos)). Pair i of a head is
+/// angles of one position (cos/sin: head_dim/2 values, e.g. model::RopeTable::cos(pos)). Pair i of a head is
 /// (2i, 2i+1) for RopeMode::kNorm (ggml "normal", LLaDA) and (i, i + head_dim/2) for kNeox (Dream);
 /// both rotate (a, b) -> (a cos - b sin, a sin + b cos) with angle index i.
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,

@@ -1,9 +1,5 @@
-// GpuForward: the LLaDA / Dream transformer on one NVIDIA GPU, the same graph as cpu/forward.cpp:
-//   x = token_embd[tokens]
-//   per layer: h = RMSNorm(x) * attn_norm; q, k, v = h Wq (+bq), h Wk (+bk), h Wv (+bv); RoPE(q, k);
-//              a = softmax(q k^T / sqrt(hd)) v per head (GQA, no mask); x += a Wo;
-//              h = RMSNorm(x) * ffn_norm; x += (silu(h Wgate) * (h Wup)) Wdown
-//   logits[rows] = (RMSNorm(x[rows]) * output_norm) Woutput
+// GpuForward: the layer sequence of model/layer_desc.h on one NVIDIA GPU, block by block as
+// cpu/forward.cpp runs it (model::run_layers: embed, per layer attention_block and ffn_block, lm_head).
 // Every step is one kernel (kernels.h) on one stream; the residual add of each projection is fused
 // into the next RMSNorm, which also writes the next matrix input as int8 (for the mma path) and f16
 // (for the cuBLAS path). The int8 input is rounded as ggml-cpu rounds it to Q8_K (kernels.h), so
@@ -23,6 +19,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
+#include "model/forward_plan.h"
 #include "model/model.h"
 #include "quant/blocks.h"
 
@@ -105,10 +102,10 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 struct GpuForward::Impl {
   const model::Model& model;
-  model::ModelConfig c;
+  const model::ForwardPlan plan;
+  const model::ModelConfig& c;  ///< plan.config()
   GpuInfo info;
   GpuGemm gemm;
-  int64_t max_tokens = 0;
   int64_t max_tokens_pad = 0;  ///< max_tokens rounded up to kern::kTokenTile (int8 activation rows)
   /// Owns the stream and the cuBLAS handle, declared before every buffer so that it is destroyed
   /// after them, and destroyed also when the constructor throws part-way (~Impl would not run).
@@ -142,95 +139,117 @@ struct GpuForward::Impl {
   DeviceBuffer allowed;  ///< n_vocab bytes, set_allowed()
   bool has_allowed = false;
 
-  Impl(const model::Model& m, const GpuForwardOptions& opt) : model(m), c(m.config()), gemm(opt.gemm) {
-    if (opt.max_tokens <= 0)
-      throw Error("max_tokens must be positive (got " + std::to_string(opt.max_tokens) + ")");
-    max_tokens = opt.max_tokens;
-    max_tokens_pad = round_up(max_tokens, kern::kTokenTile);
-    if (opt.rope_mode) c.rope_mode = *opt.rope_mode;
+  /// The pass in progress (run() sets it; the blocks read it).
+  struct Pass {
+    int64_t n = 0;                   ///< tokens (activation rows)
+    int64_t n_rows = 0;              ///< logits rows requested
+    const float* pending = nullptr;  ///< projection output still to be added to x (the next norm does)
+  } pass;
+
+  Impl(const model::Model& m, const GpuForwardOptions& opt)
+      : model(m), plan(m, opt.max_tokens, 1, opt.rope_mode), c(plan.config()), gemm(opt.gemm) {
+    max_tokens_pad = round_up(plan.max_tokens(), kern::kTokenTile);
+    check_shapes();
+    select_gpu(opt.device);
+    check_memory();
+    DLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&handles.stream, cudaStreamNonBlocking));
+    DLLM_CUBLAS_CHECK(cublasCreate(&handles.cublas));
+    DLLM_CUBLAS_CHECK(cublasSetStream(handles.cublas, handles.stream));
+    stream = handles.stream;
+    cublas = handles.cublas;
+    upload_weights();
+    allocate();
+  }
+
+  /// Shapes the kernels handle: attention's head_dim, and widths the int8 activations split into 32s.
+  void check_shapes() const {
     const int64_t hd = c.head_dim;
     if (hd % 32 != 0 || hd > 256 || hd / 32 == 5 || hd / 32 == 7)
       throw Error("head_dim " + std::to_string(hd) +
                   " has no GPU attention kernel (32, 64, 96, 128, 192, 256)");
-    const int64_t n_q = c.n_head * hd, n_kv = c.n_head_kv * hd;
-    for (const int64_t w : {c.n_embd, n_q, c.n_ff}) {
+    for (const int64_t w : {plan.widths().embd, plan.widths().q, plan.widths().ff}) {
       if (w % 32 != 0)
         throw Error("model width " + std::to_string(w) +
                     " is not a multiple of 32: the GPU backend needs that");
     }
+  }
 
-    // Which GPU.
-    if (opt.device >= 0) {
-      GpuProbe probe = probe_gpu();
-      if (!probe.gpu) throw Error("no GPU found: " + probe.reason + " (run with --device cpu)");
-      DLLM_CUDA_CHECK(cudaSetDevice(opt.device));
-      cudaDeviceProp prop{};
-      DLLM_CUDA_CHECK(cudaGetDeviceProperties(&prop, opt.device));
-      info.device = opt.device;
-      info.name = prop.name;
-      info.cc_major = prop.major;
-      info.cc_minor = prop.minor;
-      info.n_sm = prop.multiProcessorCount;
-      DLLM_CUDA_CHECK(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
-    } else {
+  /// `device` (a CUDA ordinal), or probe_gpu()'s choice for -1.
+  void select_gpu(int device) {
+    if (device < 0) {
       info = require_gpu();
       DLLM_CUDA_CHECK(cudaSetDevice(info.device));
+      return;
     }
+    GpuProbe probe = probe_gpu();
+    if (!probe.gpu) throw Error("no GPU found: " + probe.reason + " (run with --device cpu)");
+    DLLM_CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    DLLM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    info.device = device;
+    info.name = prop.name;
+    info.cc_major = prop.major;
+    info.cc_minor = prop.minor;
+    info.n_sm = prop.multiProcessorCount;
+    DLLM_CUDA_CHECK(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
+  }
 
-    // What it all needs, before any allocation: weights in their device layout, activations,
-    // the cuBLAS scratch and the logits rows.
+  /// The weight matrices in upload order (the LM head once when it is the tied embedding).
+  std::vector<const gguf::TensorInfo*> matrices() const {
     std::vector<const gguf::TensorInfo*> mats;
-    for (const model::LayerWeights& lw : m.layers()) {
+    for (const model::LayerWeights& lw : model.layers()) {
       for (const gguf::TensorInfo* t :
            {lw.attn_q, lw.attn_k, lw.attn_v, lw.attn_output, lw.ffn_gate, lw.ffn_up, lw.ffn_down})
         mats.push_back(t);
     }
-    mats.push_back(&m.token_embd());
-    if (&m.output() != &m.token_embd()) mats.push_back(&m.output());
-    size_t need_weights = 0;
-    int64_t max_mat_elems = 0, max_n_in = 0;
-    for (const gguf::TensorInfo* t : mats) {
+    mats.push_back(&model.token_embd());
+    if (&model.output() != &model.token_embd()) mats.push_back(&model.output());
+    return mats;
+  }
+
+  /// What it all needs, before any allocation: weights in their device layout, the small vectors,
+  /// activations, the cuBLAS scratch and the logits rows. Throws when the GPU has less free.
+  void check_memory() {
+    size_t need = 0;
+    int64_t max_mat_elems = 0;
+    for (const gguf::TensorInfo* t : matrices()) {
       device_type(*t);  // throws for unsupported types before anything is uploaded
-      need_weights += static_cast<size_t>(device_row_bytes(*t) * t->ne[1]);
+      need += static_cast<size_t>(device_row_bytes(*t) * t->ne[1]);
       max_mat_elems = std::max(max_mat_elems, t->ne[0] * t->ne[1]);
-      max_n_in = std::max(max_n_in, t->ne[0]);
     }
-    const size_t small = static_cast<size_t>(m.layers().size()) * (2 * c.n_embd + n_q + 2 * n_kv) * 4 +
-                         c.n_embd * 4 + 2 * max_tokens * (hd / 2) * 4;
-    need_weights += small;
-    const int64_t L = max_tokens, Lp = max_tokens_pad;
-    const int64_t act_width = std::max({c.n_embd, n_q, c.n_ff, max_n_in});
+    const model::ActivationWidths& w = plan.widths();
+    const int64_t L = plan.max_tokens(), Lp = max_tokens_pad, act_width = w.widest_input();
+    need += static_cast<size_t>(model.layers().size()) * (2 * w.embd + w.q + 2 * w.kv) * 4 + w.embd * 4 +
+            2 * L * (c.head_dim / 2) * 4;  // norms, biases, RoPE table
     // Scratch for one dequantized weight chunk (cuBLAS path, also F16/F32 matrices on the int8
     // path): the largest layer matrix, capped at 256 Mi elements (512 MiB) for the LM head.
     scratch_elems = std::min<int64_t>(max_mat_elems, int64_t(256) << 20);
-    const size_t need_buffers =
-        static_cast<size_t>(L) * 4 *
-            (2 * c.n_embd + 2 * n_q + 2 * n_kv + 2 * c.n_ff) +  // x proj q att k v gate up
-        static_cast<size_t>(Lp) * act_width * (1 + 2) +
-        static_cast<size_t>(Lp) * (act_width / 32) * 8 + static_cast<size_t>(scratch_elems) * 2 +
-        static_cast<size_t>(L) * c.n_vocab * 4 + 2 * L * 4;
-    const size_t need = need_weights + need_buffers + (size_t(256) << 20);  // + cuBLAS workspace / context
+    need += static_cast<size_t>(L) * 4 *
+                (2 * w.embd + 2 * w.q + 2 * w.kv + 2 * w.ff) +  // x proj q att k v gate up
+            static_cast<size_t>(Lp) * act_width * (1 + 2) +
+            static_cast<size_t>(Lp) * (act_width / 32) * 8 + static_cast<size_t>(scratch_elems) * 2 +
+            static_cast<size_t>(L) * c.n_vocab * 4 + 2 * L * 4;
+    need += size_t(256) << 20;  // cuBLAS workspace / context
     if (need > info.free_bytes) {
       throw Error("model needs " + std::to_string(static_cast<long long>(need / kMiB)) +
                   " MiB of GPU memory, GPU " + std::to_string(info.device) + " (" + info.name + ") has " +
                   std::to_string(static_cast<long long>(info.free_bytes / kMiB)) +
                   " MiB free (try --device cpu or a shorter canvas)");
     }
+  }
 
-    DLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&handles.stream, cudaStreamNonBlocking));
-    DLLM_CUBLAS_CHECK(cublasCreate(&handles.cublas));
-    DLLM_CUBLAS_CHECK(cublasSetStream(handles.cublas, handles.stream));
-    stream = handles.stream;
-    cublas = handles.cublas;
+  /// One f32 vector to the device (a norm weight, a bias, a RoPE table); empty stays unallocated.
+  DeviceBuffer upload_vec(std::span<const float> v) {
+    DeviceBuffer b(v.size() * sizeof(float));
+    if (!v.empty()) DLLM_CUDA_CHECK(cudaMemcpy(b.as<void>(), v.data(), b.bytes(), cudaMemcpyHostToDevice));
+    weight_bytes += b.bytes();
+    return b;
+  }
 
-    // Upload, releasing each tensor's mapped pages behind it so host RSS stays small.
-    auto upload_vec = [&](const std::vector<float>& v) {
-      DeviceBuffer b(v.size() * sizeof(float));
-      if (!v.empty()) DLLM_CUDA_CHECK(cudaMemcpy(b.as<void>(), v.data(), b.bytes(), cudaMemcpyHostToDevice));
-      weight_bytes += b.bytes();
-      return b;
-    };
-    for (const model::LayerWeights& lw : m.layers()) {
+  /// Every weight, norm, bias and the RoPE table, releasing each tensor's mapped pages behind it so
+  /// host RSS stays small.
+  void upload_weights() {
+    for (const model::LayerWeights& lw : model.layers()) {
       Layer l;
       l.q = upload(*lw.attn_q);
       l.k = upload(*lw.attn_k);
@@ -246,38 +265,31 @@ struct GpuForward::Impl {
       l.bv = upload_vec(lw.attn_v_bias);
       layers.push_back(std::move(l));
     }
-    const bool tied = &m.output() == &m.token_embd();
-    output = upload(m.output(), /*release=*/!tied);
-    embd = upload(m.token_embd());
-    output_norm = upload_vec(m.output_norm());
+    const bool tied = &model.output() == &model.token_embd();
+    output = upload(model.output(), /*release=*/!tied);
+    embd = upload(model.token_embd());
+    output_norm = upload_vec(model.output_norm());
+    rope_cos = upload_vec(plan.rope().cos_rows());
+    rope_sin = upload_vec(plan.rope().sin_rows());
+  }
 
-    // RoPE table: cos / sin of pos * base^(-2i/hd) in double, rounded once (as cpu::RopeTable).
-    std::vector<float> cs(static_cast<size_t>(L * (hd / 2))), sn(cs.size());
-    for (int64_t p = 0; p < L; ++p) {
-      for (int64_t i = 0; i < hd / 2; ++i) {
-        const double theta =
-            static_cast<double>(p) * std::pow(static_cast<double>(c.rope_freq_base),
-                                              -2.0 * static_cast<double>(i) / static_cast<double>(hd));
-        cs[p * (hd / 2) + i] = static_cast<float>(std::cos(theta));
-        sn[p * (hd / 2) + i] = static_cast<float>(std::sin(theta));
-      }
-    }
-    rope_cos = upload_vec(cs);
-    rope_sin = upload_vec(sn);
-
+  /// Every activation buffer, sized for max_tokens rows: forward() allocates nothing.
+  void allocate() {
     auto alloc = [&](size_t bytes) {
       DeviceBuffer b(bytes);
       buffer_bytes += bytes;
       return b;
     };
-    x = alloc(L * c.n_embd * 4);
-    proj = alloc(L * c.n_embd * 4);
-    q = alloc(L * n_q * 4);
-    att = alloc(L * n_q * 4);
-    k = alloc(L * n_kv * 4);
-    v = alloc(L * n_kv * 4);
-    gate = alloc(L * c.n_ff * 4);
-    up = alloc(L * c.n_ff * 4);
+    const model::ActivationWidths& w = plan.widths();
+    const int64_t L = plan.max_tokens(), Lp = max_tokens_pad, act_width = w.widest_input();
+    x = alloc(L * w.embd * 4);
+    proj = alloc(L * w.embd * 4);
+    q = alloc(L * w.q * 4);
+    att = alloc(L * w.q * 4);
+    k = alloc(L * w.kv * 4);
+    v = alloc(L * w.kv * 4);
+    gate = alloc(L * w.ff * 4);
+    up = alloc(L * w.ff * 4);
     act_q = alloc(Lp * act_width);
     act_ds = alloc(Lp * (act_width / 32) * 8);
     act_f16 = alloc(Lp * act_width * 2);
@@ -384,79 +396,79 @@ struct GpuForward::Impl {
 
   /// The forward pass up to the logits of `rows` in the device buffer `logits` (not synchronized).
   void run(std::span<const int32_t> tokens, std::span<const int32_t> rows) {
-    // The same checks and messages as CpuForward::forward, before any GPU work.
-    const auto n = static_cast<int64_t>(tokens.size());
-    if (n <= 0 || n > max_tokens) {
-      throw Error("forward: " + std::to_string(n) + " tokens, expected 1.." + std::to_string(max_tokens) +
-                  " (max_tokens)");
-    }
-    const int64_t n_vocab_embd = model.n_vocab_embd();
-    for (int64_t t = 0; t < n; ++t) {
-      if (tokens[t] < 0 || tokens[t] >= n_vocab_embd) {
-        throw Error("token id " + std::to_string(tokens[t]) + " at position " + std::to_string(t) +
-                    " is outside the vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
-      }
-    }
-    if (static_cast<int64_t>(rows.size()) > max_tokens) {
-      throw Error("forward: " + std::to_string(rows.size()) + " logits rows requested, at most " +
-                  std::to_string(max_tokens));
-    }
-    for (const int32_t r : rows) {
-      if (r < 0 || r >= n) {
-        throw Error("logits row " + std::to_string(r) + " is outside the sequence [0, " + std::to_string(n) +
-                    ")");
-      }
-    }
-
-    const int64_t d = c.n_embd, hd = c.head_dim, n_q = c.n_head * hd, n_kv = c.n_head_kv * hd;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    const auto n_rows = static_cast<int64_t>(rows.size());
+    const model::RowLayout rl = plan.check_forward(tokens, rows);  // before any GPU work
+    pass = Pass{rl.n, static_cast<int64_t>(rows.size()), nullptr};
     DLLM_CUDA_CHECK(
-        cudaMemcpyAsync(tokens_dev.as<void>(), tokens.data(), n * 4, cudaMemcpyHostToDevice, stream));
-    if (n_rows > 0) {
+        cudaMemcpyAsync(tokens_dev.as<void>(), tokens.data(), rl.n * 4, cudaMemcpyHostToDevice, stream));
+    if (pass.n_rows > 0) {
       DLLM_CUDA_CHECK(
-          cudaMemcpyAsync(rows_dev.as<void>(), rows.data(), n_rows * 4, cudaMemcpyHostToDevice, stream));
+          cudaMemcpyAsync(rows_dev.as<void>(), rows.data(), pass.n_rows * 4, cudaMemcpyHostToDevice, stream));
     }
+    model::run_layers(plan, *this);
+  }
 
-    // Token embeddings.
-    kern::dequant_rows(embd.type, embd.data.as<void>(), embd.row_bytes, d, tokens_dev.as<int32_t>(), 0, n,
-                       x.as<float>(), nullptr, d, stream);
+  /// x = token_embd[tokens].                                                           n x d
+  void embed() {
+    kern::dequant_rows(embd.type, embd.data.as<void>(), embd.row_bytes, c.n_embd, tokens_dev.as<int32_t>(), 0,
+                       pass.n, x.as<float>(), nullptr, c.n_embd, stream);
+    pass.pending = nullptr;
+  }
 
-    uint16_t* a16 = act_f16.as<uint16_t>();
-    int8_t* aq = act_q.as<int8_t>();
-    float* ads = act_ds.as<float>();
-    const float* pending = nullptr;  // projection output still to be added to x
-    for (const Layer& l : layers) {
-      // Attention block.
-      kern::add_rmsnorm_quant(x.as<float>(), pending, true, l.attn_norm.as<float>(), c.rms_eps, n, d, nullptr,
-                              a16, l.q.quantized(), aq, ads, stream);
-      matmul(l.q, n, q.as<float>(), n_q);
-      matmul(l.k, n, k.as<float>(), n_kv);
-      matmul(l.v, n, v.as<float>(), n_kv);
-      kern::bias_rope(q.as<float>(), k.as<float>(), v.as<float>(), l.bq.as<float>(), l.bk.as<float>(),
-                      l.bv.as<float>(), rope_cos.as<float>(), rope_sin.as<float>(), n, c.n_head, c.n_head_kv,
-                      hd, c.rope_mode == model::RopeMode::kNeox, stream);
-      kern::attention(q.as<float>(), k.as<float>(), v.as<float>(), att.as<float>(), n, c.n_head, c.n_head_kv,
-                      hd, scale, stream);
-      kern::quantize_rows(att.as<float>(), n, n_q, a16, l.o.quantized(), aq, ads, stream);
-      matmul(l.o, n, proj.as<float>(), d);
-      // Feed-forward block.
-      kern::add_rmsnorm_quant(x.as<float>(), proj.as<float>(), true, l.ffn_norm.as<float>(), c.rms_eps, n, d,
-                              nullptr, a16, l.gate.quantized(), aq, ads, stream);
-      matmul(l.gate, n, gate.as<float>(), c.n_ff);
-      matmul(l.up, n, up.as<float>(), c.n_ff);
-      kern::silu_mul_quant(gate.as<float>(), up.as<float>(), n, c.n_ff, a16, l.down.quantized(), aq, ads,
-                           stream);
-      matmul(l.down, n, proj.as<float>(), d);
-      pending = proj.as<float>();
-    }
+  /// x += pending, then the next matrix input = RMSNorm(x) * w in int8 (and f16, rounded as
+  /// `first` reads it).                                                                n x d
+  void norm(const DeviceBuffer& w, const DevMatrix& first) {
+    kern::add_rmsnorm_quant(x.as<float>(), pass.pending, true, w.as<float>(), c.rms_eps, pass.n, c.n_embd,
+                            nullptr, act_f16.as<uint16_t>(), first.quantized(), act_q.as<int8_t>(),
+                            act_ds.as<float>(), stream);
+    pass.pending = nullptr;
+  }
 
-    // Final norm and LM head, only for the requested rows (x + the last Wdown output, not written back).
-    if (n_rows > 0) {
-      kern::add_rmsnorm_quant(x.as<float>(), pending, false, output_norm.as<float>(), c.rms_eps, n_rows, d,
-                              rows_dev.as<int32_t>(), a16, output.quantized(), aq, ads, stream);
-      matmul(output, n_rows, logits.as<float>(), output.n_out);
-    }
+  /// x += Attention(RMSNorm(x) * attn_norm), the add left pending in proj (layer_desc.h).
+  void attention_block(size_t il) {
+    const Layer& l = layers[il];
+    const model::LayerDesc& desc = plan.layer(il);
+    const int64_t n = pass.n, hd = c.head_dim, n_q = plan.widths().q, n_kv = plan.widths().kv;
+    norm(l.attn_norm, l.q);
+    matmul(l.q, n, q.as<float>(), n_q);  // q: n x n_q; k, v: n x n_kv
+    matmul(l.k, n, k.as<float>(), n_kv);
+    matmul(l.v, n, v.as<float>(), n_kv);
+    // + biases (null without qkv_bias), RoPE at positions 0..n-1
+    kern::bias_rope(q.as<float>(), k.as<float>(), v.as<float>(), desc.qkv_bias ? l.bq.as<float>() : nullptr,
+                    desc.qkv_bias ? l.bk.as<float>() : nullptr, desc.qkv_bias ? l.bv.as<float>() : nullptr,
+                    rope_cos.as<float>(), rope_sin.as<float>(), n, c.n_head, c.n_head_kv, hd,
+                    desc.rope_mode == model::RopeMode::kNeox, stream);
+    // att = softmax(q k^T / sqrt(hd)) v per head: n x n_q, then the input of Wo
+    kern::attention(q.as<float>(), k.as<float>(), v.as<float>(), att.as<float>(), n, c.n_head, c.n_head_kv,
+                    hd, 1.0f / std::sqrt(static_cast<float>(hd)), stream);
+    kern::quantize_rows(att.as<float>(), n, n_q, act_f16.as<uint16_t>(), l.o.quantized(), act_q.as<int8_t>(),
+                        act_ds.as<float>(), stream);
+    matmul(l.o, n, proj.as<float>(), c.n_embd);  // proj: n x d
+    pass.pending = proj.as<float>();
+  }
+
+  /// x += (silu(h Wgate) * (h Wup)) Wdown with h = RMSNorm(x) * ffn_norm, the add left pending in
+  /// proj (FfnKind::kDense).
+  void ffn_block(size_t il) {
+    const Layer& l = layers[il];
+    const int64_t n = pass.n;
+    norm(l.ffn_norm, l.gate);
+    matmul(l.gate, n, gate.as<float>(), c.n_ff);  // gate, up: n x n_ff
+    matmul(l.up, n, up.as<float>(), c.n_ff);
+    // silu(gate) * up, as the input of Wdown
+    kern::silu_mul_quant(gate.as<float>(), up.as<float>(), n, c.n_ff, act_f16.as<uint16_t>(),
+                         l.down.quantized(), act_q.as<int8_t>(), act_ds.as<float>(), stream);
+    matmul(l.down, n, proj.as<float>(), c.n_embd);  // proj: n x d
+    pass.pending = proj.as<float>();
+  }
+
+  /// logits = (RMSNorm(x[rows] + pending) * output_norm) Woutput, only for the requested rows (x is
+  /// not written back).                                                    n_rows x n_vocab
+  void lm_head() {
+    if (pass.n_rows == 0) return;
+    kern::add_rmsnorm_quant(x.as<float>(), pass.pending, false, output_norm.as<float>(), c.rms_eps,
+                            pass.n_rows, c.n_embd, rows_dev.as<int32_t>(), act_f16.as<uint16_t>(),
+                            output.quantized(), act_q.as<int8_t>(), act_ds.as<float>(), stream);
+    matmul(output, pass.n_rows, logits.as<float>(), output.n_out);
   }
 };
 
@@ -478,7 +490,7 @@ int64_t GpuForward::n_vocab() const {
   return impl_->output.n_out;
 }
 int64_t GpuForward::max_tokens() const {
-  return impl_->max_tokens;
+  return impl_->plan.max_tokens();
 }
 GpuGemm GpuForward::gemm() const {
   return impl_->gemm;

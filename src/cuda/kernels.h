@@ -59,7 +59,7 @@ void silu_mul_quant(const float* gate, const float* up, int64_t n_rows, int64_t 
                     int8_t* q, float* ds, cudaStream_t stream);
 
 /// Per token t < n_tok: q, k, v += their biases (Dream; all three null for LLaDA), then RoPE on every
-/// head of q (n_head) and k (n_head_kv) with cos/sin row t (hd/2 values per row, as cpu::RopeTable).
+/// head of q (n_head) and k (n_head_kv) with cos/sin row t (hd/2 values per row, as model::RopeTable).
 /// neox = false: pairs (2i, 2i+1) (LLaDA); true: pairs (i, i + hd/2) (Dream). cpu::rope's arithmetic.
 void bias_rope(float* q, float* k, float* v, const float* bq, const float* bk, const float* bv,
                const float* cos, const float* sin, int64_t n_tok, int64_t n_head, int64_t n_head_kv,

@@ -1,13 +1,14 @@
 // Model::load: binds the GGUF tensors of a LLaDA / Dream file by their llama.cpp names
 // (src/llama-arch.cpp LLM_TENSOR_NAMES: token_embd, output_norm, output, blk.N.attn_norm, attn_q,
-// attn_k, attn_v, attn_output, attn_q/k/v.bias, ffn_norm, ffn_gate, ffn_up, ffn_down) and checks each
-// one's shape and type before any compute.
+// attn_k, attn_v, attn_output, attn_q/k/v.bias, ffn_norm, ffn_gate, ffn_up, ffn_down), the ones each
+// layer's description (layer_desc.h) names, and checks each one's shape and type before any compute.
 #include "model/model.h"
 
 #include <map>
 #include <string>
 
 #include "base/error.h"
+#include "model/layer_desc.h"
 #include "quant/quant.h"
 
 namespace dllm::model {
@@ -82,24 +83,30 @@ Model Model::load(const gguf::GgufFile& file) {
   }
   m.output_norm_ = decode_vector(file, *bind("output_norm.weight", {c.n_embd}));
 
-  m.layers_.resize(static_cast<size_t>(c.n_layer));
-  for (int64_t i = 0; i < c.n_layer; ++i) {
-    LayerWeights& l = m.layers_[static_cast<size_t>(i)];
+  const std::vector<LayerDesc> descs = describe_layers(c);
+  m.layers_.resize(descs.size());
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const LayerDesc& d = descs[i];
+    LayerWeights& l = m.layers_[i];
     const std::string p = "blk." + std::to_string(i) + ".";
     l.attn_norm = decode_vector(file, *bind(p + "attn_norm.weight", {c.n_embd}));
     l.attn_q = bind(p + "attn_q.weight", {c.n_embd, n_q});
     l.attn_k = bind(p + "attn_k.weight", {c.n_embd, n_kv});
     l.attn_v = bind(p + "attn_v.weight", {c.n_embd, n_kv});
-    if (c.has_qkv_bias) {
+    if (d.qkv_bias) {
       l.attn_q_bias = decode_vector(file, *bind(p + "attn_q.bias", {n_q}));
       l.attn_k_bias = decode_vector(file, *bind(p + "attn_k.bias", {n_kv}));
       l.attn_v_bias = decode_vector(file, *bind(p + "attn_v.bias", {n_kv}));
     }
     l.attn_output = bind(p + "attn_output.weight", {n_q, c.n_embd});
     l.ffn_norm = decode_vector(file, *bind(p + "ffn_norm.weight", {c.n_embd}));
-    l.ffn_gate = bind(p + "ffn_gate.weight", {c.n_embd, c.n_ff});
-    l.ffn_up = bind(p + "ffn_up.weight", {c.n_embd, c.n_ff});
-    l.ffn_down = bind(p + "ffn_down.weight", {c.n_ff, c.n_embd});
+    switch (d.ffn) {
+      case FfnKind::kDense:
+        l.ffn_gate = bind(p + "ffn_gate.weight", {c.n_embd, c.n_ff});
+        l.ffn_up = bind(p + "ffn_up.weight", {c.n_embd, c.n_ff});
+        l.ffn_down = bind(p + "ffn_down.weight", {c.n_ff, c.n_embd});
+        break;
+    }
   }
   return m;
 }

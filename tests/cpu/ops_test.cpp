@@ -1,6 +1,7 @@
 // The row operations of the forward pass against f64 formulas written here: RMSNorm, RoPE in both
 // pairings (an independent complex rotation), bidirectional attention with GQA.
 #include "cpu/ops.h"
+#include "model/rope_table.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -76,7 +77,7 @@ class RopeTest : public ::testing::TestWithParam<RopeCase> {};
 TEST_P(RopeTest, MatchesComplexRotation) {
   const RopeCase rc = GetParam();
   const int64_t n_heads = 3, max_pos = 4100;
-  const RopeTable table(rc.head_dim, max_pos, rc.base);
+  const model::RopeTable table(rc.head_dim, max_pos, rc.base);
   for (const int64_t pos : {0, 1, 2, 17, 255, 4099}) {
     const auto x = random_vector(n_heads * rc.head_dim, 100 + pos);
     std::vector<float> y = x;
@@ -95,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, RopeTest,
 
 TEST(Rope, ModesDiffer) {
   const int64_t hd = 64;
-  const RopeTable table(hd, 8, 10000.0);
+  const model::RopeTable table(hd, 8, 10000.0);
   const auto x = random_vector(hd, 5);
   std::vector<float> a = x, b = x;
   rope(a.data(), 1, hd, table.cos(5), table.sin(5), model::RopeMode::kNorm);

@@ -12,6 +12,7 @@
 #include "cpu/ops.h"
 #include "cuda/kernels.h"
 #include "gpu_test_util.h"
+#include "model/rope_table.h"
 #include "model/synthetic_model.h"
 #include "quant/quant.h"
 
@@ -222,7 +223,7 @@ TEST(RowKernels, BiasRopeMatchesCpuBothModes) {
   DLLM_REQUIRE_GPU();
   const int64_t n_tok = 7, n_head = 4, n_head_kv = 2, hd = 64;
   const int64_t n_q = n_head * hd, n_kv = n_head_kv * hd;
-  const cpu::RopeTable table(hd, n_tok, 1e6);
+  const model::RopeTable table(hd, n_tok, 1e6);
   std::vector<float> cs, sn;
   for (int64_t t = 0; t < n_tok; ++t) {
     cs.insert(cs.end(), table.cos(t), table.cos(t) + hd / 2);

@@ -1,0 +1,59 @@
+// Opt-in per-phase timing of the CPU forward pass ($DLLM_PROFILE=1; bench/profile_forward.py reads
+// the table): wall time and process CPU time (all threads, spin-waiting included) per phase, summed
+// over forward passes and printed per pass to stderr when the CpuForward is destroyed. Off (the
+// default), a phase costs one branch. Internal to src/cpu/forward.cpp.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace dllm::cpu {
+
+enum class Phase {
+  kEmbed,
+  kNorm,
+  kQuantize,
+  kGemmQkv,
+  kBiasRope,
+  kKvCache,
+  kAttention,
+  kGemmO,
+  kGemmGateUp,
+  kSiluMul,
+  kGemmDown,
+  kLmHead,
+  kCount
+};
+
+struct Profile {
+  bool on = false;  ///< from $DLLM_PROFILE: set and not "0"
+  int64_t forwards = 0;
+  std::array<double, static_cast<size_t>(Phase::kCount)> wall_s{}, cpu_s{};
+
+  Profile();
+  /// The table, one row per phase and a total, per forward pass (nothing when off or unused).
+  void print() const;
+
+  /// Times one phase from construction to destruction.
+  class Scope {
+   public:
+    Scope(Profile& p, Phase phase) : p_(p.on ? &p : nullptr), phase_(phase) {
+      if (p_ != nullptr) start();
+    }
+    ~Scope() {
+      if (p_ != nullptr) stop();
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    void start();
+    void stop();
+    Profile* p_;
+    Phase phase_;
+    double wall0_ = 0, cpu0_ = 0;
+  };
+};
+
+}  // namespace dllm::cpu

@@ -1,0 +1,40 @@
+// The layer sequence of a model as data: what each transformer block computes, decided once from the
+// config. Model::load binds the tensors a description names; the CPU and GPU forward passes run it
+// block by block and never look at the architecture name. Adding an architecture means describing
+// its layers here (layer_desc.cpp) and binding their tensors (model.cpp); a backend changes only
+// when a description asks for an operation it does not have yet.
+//
+// Every layer is pre-norm, Llama-style, bidirectional (llama.cpp src/models/llada.cpp, dream.cpp):
+//   h = RMSNorm(x) * attn_norm
+//   q, k, v = h Wq (+ bq), h Wk (+ bk), h Wv (+ bv)        biases when qkv_bias
+//   q, k = RoPE(q), RoPE(k)                                 pairs as rope_mode
+//   x += (softmax(q k^T / sqrt(head_dim)) v) Wo             per head, GQA, no mask
+//   h = RMSNorm(x) * ffn_norm
+//   x += FFN(h)                                             as ffn
+// and after the last layer: logits = (RMSNorm(x) * output_norm) Woutput.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+
+namespace dllm::model {
+
+/// The feed-forward block of a layer.
+enum class FfnKind {
+  kDense,  ///< SwiGLU: (silu(h Wgate) * (h Wup)) Wdown (llama.cpp build_ffn, LLM_FFN_SILU, LLM_FFN_PAR)
+};
+
+/// One transformer block (blk.N.*).
+struct LayerDesc {
+  bool qkv_bias = false;                 ///< q, k, v add blk.N.attn_{q,k,v}.bias (Dream)
+  RopeMode rope_mode = RopeMode::kNorm;  ///< RoPE pairing of q and k
+  FfnKind ffn = FfnKind::kDense;
+};
+
+/// The n_layer blocks of a model with config `c`, in order: LLaDA no biases, kNorm RoPE, dense FFN;
+/// Dream q/k/v biases, kNeox RoPE, dense FFN (c.has_qkv_bias, c.rope_mode).
+std::vector<LayerDesc> describe_layers(const ModelConfig& c);
+
+}  // namespace dllm::model

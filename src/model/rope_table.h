@@ -1,0 +1,31 @@
+// The RoPE angles of every position a forward pass may see, computed once per backend: the one table
+// both the CPU pass (cpu::rope applies it) and the GPU pass (uploaded as is) rotate Q and K with.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace dllm::model {
+
+/// cos/sin of the RoPE angles pos * base^(-2i/head_dim), i < head_dim/2, for pos < max_pos, computed
+/// in double and rounded once. Row `pos` of cos()/sin() holds head_dim/2 values; rows are contiguous
+/// (max_pos x head_dim/2, row-major).
+class RopeTable {
+ public:
+  RopeTable() = default;
+  RopeTable(int64_t head_dim, int64_t max_pos, double freq_base);
+  const float* cos(int64_t pos) const { return cos_.data() + pos * half_; }
+  const float* sin(int64_t pos) const { return sin_.data() + pos * half_; }
+  /// The whole table, max_pos x head_dim/2 floats each.
+  const std::vector<float>& cos_rows() const { return cos_; }
+  const std::vector<float>& sin_rows() const { return sin_; }
+  int64_t head_dim() const { return 2 * half_; }
+  int64_t max_pos() const { return max_pos_; }
+
+ private:
+  int64_t half_ = 0;
+  int64_t max_pos_ = 0;
+  std::vector<float> cos_, sin_;
+};
+
+}  // namespace dllm::model
