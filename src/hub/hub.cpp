@@ -634,6 +634,16 @@ RepoFile lookup_remote(const std::string& spec, const HubOptions& opts) {
   return remote_file(ref, opts);
 }
 
+std::optional<ResolvedModel> find_cached(const std::string& spec, const HubOptions& opts) {
+  try {
+    const ModelRef ref = parse_model_ref(spec);
+    if (!ref.is_repo()) return std::nullopt;
+    return find_in_cache(ref, opts);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 std::vector<ResolvedModel> list_cache(const HubOptions& opts) {
   std::vector<ResolvedModel> out;
   std::error_code ec;

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,8 +89,13 @@ std::string resolve_model(const std::string& spec, const HubOptions& opts);
 ResolvedModel pull(const std::string& spec, const HubOptions& opts);
 
 /// Which file `spec` (a repo spec) names on the hub and its size, without downloading it: for the
-/// launcher's "download 4.7 GiB?" question. Throws as pull does; dllm::UsageError for a path spec.
+/// setup's "download 4.7 GiB?" question. Throws as pull does; dllm::UsageError for a path spec.
 RepoFile lookup_remote(const std::string& spec, const HubOptions& opts);
+
+/// The cached file a repo spec names (the choice rules of resolve_model run over the cached files),
+/// without network access and without verifying it: for choosing a default model. nullopt when the
+/// spec is a path, malformed, or not in the cache. Never throws.
+std::optional<ResolvedModel> find_cached(const std::string& spec, const HubOptions& opts);
 
 /// The GGUF files present in the cache (every models--*/snapshots/*/**.gguf whose blob exists),
 /// for `doctor`. Never throws; an unreadable cache gives an empty list.
