@@ -302,7 +302,9 @@ def main():
         cmd = [str(bindir / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt,
                "--max-tokens", str(a.gen), "--block-length", str(a.gen), "--steps", str(steps),
                "--threads", str(a.threads), "--no-early-stop", "--json"]
-        return cmd + (["--isa", a.isa] if a.isa else []) + a.extra
+        # The CPU against llama.cpp's CPU: the binary's default device (auto) would take a GPU.
+        device = [] if "--device" in a.extra else ["--device", "cpu"]
+        return cmd + device + (["--isa", a.isa] if a.isa else []) + a.extra
 
     llama = os.environ.get("LLAMA_DIFFUSION_CLI")
     step_counts = [a.steps] + ([a.steps_long] if a.steps_long else [])

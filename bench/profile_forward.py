@@ -54,7 +54,7 @@ def main():
     prompt = e2e.prompt_with_n_tokens(a.bin, a.model, a.prompt_tokens)
     cmd = [str(a.bin / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt, "--max-tokens",
            str(a.gen), "--block-length", str(a.gen), "--steps", str(a.steps), "--threads", str(a.threads),
-           "--no-early-stop", "--json"]
+           "--no-early-stop", "--json", "--device", "cpu"]  # the CPU profile (auto could take a GPU)
     before = e2e.loadavg()
     p = subprocess.run(cmd, env={**os.environ, "DLLM_PROFILE": "1"}, capture_output=True, text=True)
     if p.returncode != 0:

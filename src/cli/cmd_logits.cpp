@@ -57,7 +57,10 @@ int run_logits(const LogitsOptions& o) {
     }
   }
 
-  const std::string threads_note = threads_warning(o.compute.threads);
+  std::string omp_warning;
+  const int threads = resolve_threads(o.compute.threads, &omp_warning);
+  if (!omp_warning.empty()) std::fprintf(stderr, "warning: %s\n", omp_warning.c_str());
+  const std::string threads_note = threads_warning(threads, o.compute.threads == 0);
   if (!threads_note.empty()) std::fprintf(stderr, "warning: %s\n", threads_note.c_str());
 
   const std::string path = resolve_model(o.model.model, offline_requested(o.model));
@@ -76,9 +79,9 @@ int run_logits(const LogitsOptions& o) {
     }
   }
   BackendOptions bo;
-  bo.device = o.compute.device;
+  bo.device = resolve_device(o.compute);
   bo.gpu_gemm = o.compute.gpu_gemm;
-  bo.threads = o.compute.threads;
+  bo.threads = threads;
   bo.isa = o.compute.isa;
   bo.max_tokens = n;
   const std::unique_ptr<Backend> backend = make_backend(*m.model, bo);

@@ -1,11 +1,12 @@
-// `dllm pull SPEC`: downloads a model from the Hugging Face hub into the local cache (or finds it
-// there) and prints the file's path on stdout. The ./dllm launcher's `pull` and `setup` call this.
+// `dllm pull [SPEC]`: downloads a model from the Hugging Face hub into the local cache (or finds it
+// there) and prints the file's path on stdout; without SPEC, the default model (default_model.h).
 #include <iostream>
 #include <memory>
 
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
+#include "cli/default_model.h"
 #include "cli/model_source.h"
 #include "hub/hub.h"
 #include "hub/model_ref.h"
@@ -25,7 +26,7 @@ void check_pull_spec(const std::string& spec) {
         "pull: '" + spec +
         "' is not a Hugging Face repo: give org/repo (its Q4_K_M file, else Q8_0, else the first "
         ".gguf) or org/repo:QUANT, e.g. " +
-        "mradermacher/LLaDA-8B-Instruct-GGUF:Q4_K_M");
+        kDefaultModelSpec);
   }
 }
 
@@ -36,12 +37,15 @@ Command add_pull_command(CLI::App& root) {
   auto dry_run = std::make_shared<bool>(false);
   CLI::App* sub = root.add_subcommand(
       "pull", "Download a model (org/repo[:QUANT]) into the Hugging Face cache and print the file's path");
-  sub->add_option("model", o->model, "org/repo or org/repo:QUANT (e.g. :Q4_K_M)")->required();
+  sub->add_option("model", o->model,
+                  std::string("org/repo or org/repo:QUANT (e.g. :Q4_K_M); default: $DLLM_MODEL, else ") +
+                      kDefaultModelSpec);
   sub->add_flag("--offline", o->offline, "Only look in the local cache (also HF_HUB_OFFLINE=1)");
   sub->add_flag(
       "--dry-run", *dry_run,
       "Download nothing: print the file the spec names on the hub and its size in bytes (tab-separated)");
   return {sub, [o, dry_run]() {
+            if (o->model.empty()) o->model = default_model_spec();
             check_pull_spec(o->model);
             if (*dry_run) {
               const hub::RepoFile f = hub::lookup_remote(o->model, hub_options(offline_requested(*o)));

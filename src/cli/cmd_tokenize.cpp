@@ -1,5 +1,6 @@
 // `dllm tokenize`: prints the token ids `run` feeds the model for a prompt (chat template applied
 // unless --no-chat), separated by spaces on one line. Loads only the tokenizer, not the weights.
+// Without --model it uses the same default model as `run` (default_model.h).
 #include <iostream>
 #include <memory>
 
@@ -29,7 +30,7 @@ Command add_tokenize_command(CLI::App& root) {
             o->prompt_given = prompt->count() > 0 || prompt_pos->count() > 0;
             o->system_given = system->count() > 0;
             const tokenizer::ChatOptions chat = chat_options(*o);  // usage errors before any file I/O
-            const std::string path = resolve_model(o->model.model, offline_requested(o->model));
+            const std::string path = resolve_model_or_default(o->model.model, offline_requested(o->model));
             const gguf::GgufFile file = gguf::GgufFile::open(path);
             const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(file);
             std::cout << join_ids(tokenizer::prompt_tokens(tok, chat)) << "\n";

@@ -65,10 +65,28 @@ int max_threads() {
   return 4 * logical_cpus();
 }
 
-std::string threads_warning(int threads) {
+int resolve_threads(int threads, std::string* warning) {
+  if (threads > 0) return threads;
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (env == nullptr || *env == '\0') return 0;
+  std::string first(env);
+  first = first.substr(0, first.find(','));
+  while (!first.empty() && first.back() == ' ') first.pop_back();
+  while (!first.empty() && first.front() == ' ') first.erase(0, 1);
+  if (whole_in(first, 1, max_threads())) return std::stoi(first);
+  if (warning) {
+    *warning = std::string("OMP_NUM_THREADS=") + env + " is not a thread count from 1 to " +
+               std::to_string(max_threads()) + ": ignored, using one thread per physical core";
+  }
+  return 0;
+}
+
+std::string threads_warning(int threads, bool from_env) {
   const int cpus = logical_cpus();
   if (threads <= cpus) return "";
-  return "--threads " + std::to_string(threads) + " is more than the " + std::to_string(cpus) +
+  const std::string source =
+      from_env ? "OMP_NUM_THREADS=" + std::to_string(threads) : "--threads " + std::to_string(threads);
+  return source + " is more than the " + std::to_string(cpus) +
          " logical CPUs this process may use: threads will take turns on the cores, which is slower "
          "(leave --threads out for one per physical core)";
 }
@@ -77,7 +95,8 @@ void add_compute_flags(CLI::App& sub, ComputeFlags& f) {
   const int cap = max_threads();
   const std::string cpus = std::to_string(logical_cpus());
   sub.add_option("-t,--threads", f.threads,
-                 "CPU threads (0: one per physical core; at most 4 x the " + cpus +
+                 "CPU threads (0: $OMP_NUM_THREADS when set, else one per physical core; at most 4 x the " +
+                     cpus +
                      " logical CPUs). OpenMP workers sleep when idle (OMP_WAIT_POLICY=passive) unless "
                      "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set")
       ->check(CLI::Validator(
@@ -94,13 +113,21 @@ void add_compute_flags(CLI::App& sub, ComputeFlags& f) {
                  "CPU kernel path: scalar, avx2, avxvnni, avx512vnni (default: best this CPU runs)")
       ->check(CLI::IsMember({"auto", "scalar", "ref", "avx2", "avxvnni", "avx512vnni", "avx512"}));
   sub.add_option("--device", f.device,
-                 "Where the model runs: cpu, gpu, or auto (a GPU when one is usable; the ./dllm launcher "
-                 "passes auto)")
+                 "Where the model runs: cpu, gpu, or auto (a usable NVIDIA GPU, else the CPU; the CPU when "
+                 "--isa or DLLM_CPU_ISA picks a CPU kernel path)")
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
       ->capture_default_str();
   sub.add_option("--gpu-gemm", f.gpu_gemm, "GPU matrix path: int8 (tensor cores) or cublas (f16 reference)")
       ->check(CLI::IsMember({"int8", "cublas"}))
       ->capture_default_str();
+}
+
+std::string resolve_device(const ComputeFlags& f) {
+  if (f.device != "auto") return f.device;
+  const char* env = std::getenv("DLLM_CPU_ISA");
+  const std::string env_isa = env != nullptr ? env : "";
+  const bool cpu_path_chosen = (!f.isa.empty() && f.isa != "auto") || (!env_isa.empty() && env_isa != "auto");
+  return cpu_path_chosen ? "cpu" : "auto";
 }
 
 bool offline_requested(const ModelFlags& f) {

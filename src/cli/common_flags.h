@@ -14,9 +14,9 @@ struct ModelFlags {
 };
 
 struct ComputeFlags {
-  int threads = 0;                ///< --threads/-t: 0 = physical cores
+  int threads = 0;                ///< --threads/-t: 0 = $OMP_NUM_THREADS, else physical cores
   std::string isa;                ///< --isa: "" = $DLLM_CPU_ISA if set, else the best for this CPU
-  std::string device = "cpu";     ///< --device: cpu | gpu | auto
+  std::string device = "auto";    ///< --device: cpu | gpu | auto (see resolve_device)
   std::string gpu_gemm = "int8";  ///< --gpu-gemm: int8 | cublas
 };
 
@@ -33,9 +33,21 @@ void add_compute_flags(CLI::App& sub, ComputeFlags& f);
 /// number is a typo; a fixed cap such as 1024 would still let "--threads 1000" through on a 2-CPU machine.
 int max_threads();
 
-/// The warning for a --threads above the logical CPU count (within max_threads()): one line naming
-/// the flag, the value and the CPU count; empty when `threads` <= logical_cpus() (0 = automatic).
-std::string threads_warning(int threads);
+/// The thread count to ask the backend for: `threads` (--threads) when > 0; for 0, the first entry of
+/// $OMP_NUM_THREADS ("4" of "4,2", OpenMP's list for nested levels) when it is a whole number in
+/// [1, max_threads()]; else 0 (one per physical core). A set but unusable OMP_NUM_THREADS gives 0 and a
+/// warning in *warning naming it.
+int resolve_threads(int threads, std::string* warning);
+
+/// The warning for a thread count above the logical CPU count (within max_threads()): one line naming
+/// where the count came from (--threads N, or OMP_NUM_THREADS=N when `from_env`), the value and the
+/// CPU count; empty when `threads` <= logical_cpus() (0 = automatic).
+std::string threads_warning(int threads, bool from_env = false);
+
+/// The device to build: --device as given, except that `auto` (the default) means the CPU when the
+/// user picked a CPU kernel path (--isa, or $DLLM_CPU_ISA, other than auto): that choice has no
+/// meaning on the GPU. Otherwise `auto` is the GPU when one is usable (src/cli/backend.h), else the CPU.
+std::string resolve_device(const ComputeFlags& f);
 
 /// True when --offline was given or HF_HUB_OFFLINE is set to something other than "" / "0".
 bool offline_requested(const ModelFlags& f);

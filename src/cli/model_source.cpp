@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "cli/default_model.h"
 
 namespace dllm::cli {
 
@@ -27,6 +28,13 @@ std::string resolve_model(const std::string& spec, bool offline) {
       throw Error("--model " + spec + " is a directory: pass the .gguf file inside it");
   }
   return hub::resolve_model(spec, hub_options(offline));
+}
+
+std::string resolve_model_or_default(const std::string& spec, bool offline) {
+  if (!spec.empty()) return resolve_model(spec, offline);
+  const DefaultChoice choice = choose_default_model(hub_options(offline));
+  std::fprintf(stderr, "note: %s\n", choice.note.c_str());
+  return resolve_model(choice.spec, offline);
 }
 
 }  // namespace dllm::cli

@@ -18,4 +18,9 @@ hub::HubOptions hub_options(bool offline);
 /// Throws dllm::UsageError when `spec` is empty.
 std::string resolve_model(const std::string& spec, bool offline);
 
+/// resolve_model, with an empty `spec` meaning the default model (choose_default_model in
+/// default_model.h): one "note: no --model given: ..." line on stderr says which. For `run` and
+/// `tokenize`, so both feed the same model.
+std::string resolve_model_or_default(const std::string& spec, bool offline);
+
 }  // namespace dllm::cli

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/isa.h"
 #include "cli/backend.h"
+#include "cli/common_flags.h"
 #include "cli/loaded_model.h"
 #include "cli/model_source.h"
 #include "cli/prompt.h"
@@ -179,6 +180,21 @@ std::string describe_sampler(const diffusion::SamplerParams& p) {
   return s;
 }
 
+/// Above this temperature the reference formulas no longer sample anything meaningful.
+constexpr double kMaxSensibleTemperature = 10.0;
+
+/// The warning for a --temperature above kMaxSensibleTemperature; empty otherwise. LLaDA's Gumbel
+/// trick (generate.py add_gumbel_noise: exp(logits) / (-log u)^T, in f64 as here) divides by
+/// (-log u)^T, which underflows to 0 for every u above 1/e once T is large: most ids score +inf and
+/// the first of them, the lowest id, wins. Dream's softmax(logits / T) becomes uniform over the vocabulary.
+std::string temperature_warning(double temperature) {
+  if (temperature <= kMaxSensibleTemperature) return "";
+  return "--temperature " + fmt(temperature) +
+         " is above 10, where the reference sampling formulas degenerate (LLaDA's exp(logits) / "
+         "(-log u)^T overflows to +inf for most ids, so the lowest ids win; Dream samples almost "
+         "uniformly): the answer will be noise; use 0 (greedy) to 1";
+}
+
 std::string quant_mix(const model::Model& m) {
   std::string s;
   for (const auto& [type, count] : m.type_mix()) {
@@ -196,8 +212,14 @@ int run_generate(RunOptions& o) {
   report.max_tokens = o.max_tokens;
   const tokenizer::ChatOptions chat = chat_options(o);  // usage errors before any file I/O
 
+  // --threads 0 and --device auto resolved once (OMP_NUM_THREADS, an ISA choice), for every use below.
+  std::string omp_warning;
+  const bool threads_from_env = o.compute.threads == 0;
+  o.compute.threads = resolve_threads(o.compute.threads, &omp_warning);
+  o.compute.device = resolve_device(o.compute);
+
   // Load: file, weights, tokenizer, matrices.
-  report.model_path = resolve_model(o.model.model, offline_requested(o.model));
+  report.model_path = resolve_model_or_default(o.model.model, offline_requested(o.model));
   Stopwatch load_watch;
   LoadedModel m = load_model(report.model_path);
   const model::ModelConfig& cfg = m.model->config();
@@ -236,8 +258,11 @@ int run_generate(RunOptions& o) {
   report.sampler = describe_sampler(params);
   for (const std::string& w : diffusion::check_params(params, n_prompt, backend->n_vocab())) warn(report, w);
   for (const std::string& w : backend->warnings) warn(report, w);
-  const std::string threads_note = threads_warning(o.compute.threads);
+  if (!omp_warning.empty()) warn(report, omp_warning);
+  const std::string threads_note = threads_warning(o.compute.threads, threads_from_env);
   if (!threads_note.empty()) warn(report, threads_note);
+  const std::string temperature_note = temperature_warning(o.temperature);
+  if (!temperature_note.empty()) warn(report, temperature_note);
   const std::string steps_note = effective_steps_note(params, o.was_given("--steps"));
   if (!steps_note.empty()) std::fprintf(stderr, "note: %s\n", steps_note.c_str());
 

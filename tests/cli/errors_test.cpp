@@ -525,7 +525,9 @@ TEST(CliErrors, BadIsaVariableIsNamed) {
 }
 
 TEST(CliErrors, NoModelOrNoPrompt) {
-  RunResult r = run_dllm({"run", "--prompt", "Hi"});
+  // `run` and `tokenize` without --model use the default model (defaults_test.cpp); `logits` needs one.
+  TempDir dir;
+  RunResult r = run_dllm({"logits", "--tokens", "1 2", "--out", (dir / "l.f32").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
   EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
