@@ -20,8 +20,17 @@ Command add_tokenize_command(CLI::App& root);  // cmd_tokenize.cpp
 Command add_inspect_command(CLI::App& root);   // cmd_inspect.cpp
 Command add_logits_command(CLI::App& root);    // cmd_logits.cpp
 Command add_pull_command(CLI::App& root);      // cmd_pull.cpp
+Command add_doctor_command(CLI::App& root);    // cmd_doctor.cpp
+Command add_setup_command(CLI::App& root);     // cmd_setup.cpp
+
+/// doctor's report on stdout, about `model` (a --model spec; "" = the default model). Returns the exit code.
+int print_doctor_report(const std::string& model);  // cmd_doctor.cpp
 
 /// Names of every command the binary accepts, for "did you mean" suggestions.
 const std::vector<std::string>& command_names();
+
+/// Commands of the ./dllm launcher that the binary does not have (it builds and runs the tests):
+/// suggested for typos too, and named when given to the binary.
+const std::vector<std::string>& launcher_command_names();
 
 }  // namespace dllm::cli

@@ -19,11 +19,18 @@
 #include "base/temp_path.h"
 #include "cli/commands.h"
 #include "cli/util.h"
+#include "cli/version.h"
 
 namespace dllm::cli {
 
 const std::vector<std::string>& command_names() {
-  static const std::vector<std::string> names = {"run", "tokenize", "inspect", "logits", "pull", "help"};
+  static const std::vector<std::string> names = {"run",  "tokenize", "inspect", "logits",
+                                                 "pull", "help",     "doctor",  "setup"};
+  return names;
+}
+
+const std::vector<std::string>& launcher_command_names() {
+  static const std::vector<std::string> names = {"test"};
   return names;
 }
 
@@ -36,9 +43,21 @@ std::string command_list() {
 }
 
 [[noreturn]] void unknown_command(const std::string& word) {
-  const std::string hint = closest(word, command_names());
+  std::vector<std::string> candidates = command_names();
+  for (const auto& n : launcher_command_names()) candidates.push_back(n);
+  const std::string hint = closest(word, candidates);
+  std::string launcher_only;
+  for (const auto& n : launcher_command_names()) launcher_only += (launcher_only.empty() ? "" : ", ") + n;
   throw UsageError("unknown command '" + word + "'" + (hint.empty() ? "" : ": did you mean '" + hint + "'?") +
-                   " (commands: " + command_list() + "; see 'dllm --help')");
+                   " (commands: " + command_list() + "; the ./dllm launcher adds " + launcher_only +
+                   "; see 'dllm --help')");
+}
+
+/// `dllm test`: what only the launcher does (it builds the tests and runs them).
+[[noreturn]] void launcher_command(const std::string& word) {
+  throw UsageError("'" + word +
+                   "' is a command of the ./dllm launcher, which builds the tests first: run ./dllm " + word +
+                   " from the repository root");
 }
 
 /// `dllm`, `dllm help`, `dllm --help`: the root usage followed by every command's usage.
@@ -56,8 +75,12 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.fallthrough(false);
 
-  std::vector<Command> commands = {add_run_command(app), add_tokenize_command(app), add_inspect_command(app),
-                                   add_logits_command(app), add_pull_command(app)};
+  app.set_version_flag(
+      "--version", [] { return version_text(); },
+      "Print the version, the commit, the CPU kernel path and whether CUDA is built, then exit");
+  std::vector<Command> commands = {
+      add_run_command(app),  add_tokenize_command(app), add_inspect_command(app), add_logits_command(app),
+      add_pull_command(app), add_doctor_command(app),   add_setup_command(app)};
   CLI::App* help =
       app.add_subcommand("help", "Print the usage of every command, or of one: dllm help COMMAND");
   std::string help_topic;
@@ -74,6 +97,9 @@ int run_cli(int argc, char** argv) {
   if (!first.empty() && first[0] != '-') {
     bool known = false;
     for (const auto& n : command_names()) known = known || n == first;
+    for (const auto& n : launcher_command_names()) {
+      if (n == first) launcher_command(first);
+    }
     if (!known) unknown_command(first);
   }
 
@@ -89,6 +115,9 @@ int run_cli(int argc, char** argv) {
     return kExitOk;
   } catch (const CLI::CallForAllHelp&) {
     print_all_help(app, commands);
+    return kExitOk;
+  } catch (const CLI::CallForVersion& v) {
+    std::cout << v.what();
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     const auto chosen = app.get_subcommands();
@@ -111,6 +140,9 @@ int run_cli(int argc, char** argv) {
         std::cout << c.app->help("dllm");
         return kExitOk;
       }
+    }
+    for (const auto& n : launcher_command_names()) {
+      if (n == help_topic) launcher_command(help_topic);
     }
     unknown_command(help_topic);
   }

@@ -1,0 +1,227 @@
+// `dllm doctor [--model SPEC]`: what this machine and this build can run, changing nothing and using
+// no network: the build, the CPU's kernel paths, free memory against the model, the GPU `--device
+// auto` would pick (or why none), the GGUF files in the Hugging Face cache, the model `run` picks
+// without --model, and a command to try. One line per check on stdout; a line that is not ok says
+// how to fix it. The ./dllm launcher prints its build checks (packages, the binary's age) before these.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/common_flags.h"
+#include "cli/default_model.h"
+#include "cli/model_source.h"
+#include "cli/util.h"
+#include "cli/version.h"
+#include "base/isa.h"
+#include "cuda/device.h"
+#include "hub/hub.h"
+#include "hub/model_ref.h"
+
+namespace dllm::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// "12.3 GB", "3.6 MB" (decimal, as the hub quotes model sizes).
+std::string gb(uint64_t bytes) {
+  char buf[32];
+  const double b = static_cast<double>(bytes);
+  if (b >= 1e8) {
+    std::snprintf(buf, sizeof buf, "%.1f GB", b / 1e9);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  }
+  return buf;
+}
+
+/// The first "key : value" line of a /proc file whose key is `key`; "" when absent.
+std::string proc_value(const char* file, const std::string& key) {
+  std::ifstream f(file);
+  std::string line;
+  while (std::getline(f, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string k = line.substr(0, colon);
+    while (!k.empty() && (k.back() == ' ' || k.back() == '\t')) k.pop_back();
+    if (k != key) continue;
+    std::string v = line.substr(colon + 1);
+    const size_t start = v.find_first_not_of(" \t");
+    return start == std::string::npos ? "" : v.substr(start);
+  }
+  return "";
+}
+
+std::string yes_no(bool b) {
+  return b ? "yes" : "no";
+}
+
+std::string cpu_line() {
+  const CpuFeatures& f = cpu_features();
+  std::string name = proc_value("/proc/cpuinfo", "model name");
+  std::string s = "cpu: " + (name.empty() ? std::string("x86-64") : name) + " (" +
+                  std::to_string(logical_cpus()) + " logical CPUs): AVX2 " + yes_no(f.avx2 && f.fma) +
+                  ", AVX-VNNI " + yes_no(f.avx_vnni) + ", AVX-512 VNNI " + yes_no(f.avx512vnni) + "; ";
+  const Isa best = best_isa();
+  if (best == Isa::kScalar) {
+    return s + "only the scalar kernels run here, which is slow (dllm's fast paths need AVX2 and FMA)";
+  }
+  return s + "run uses the " + isa_name(best) + " kernels";
+}
+
+/// A model as doctor reports it: what to call it, where it is (when local), its size (0: unknown).
+struct ModelAtHand {
+  std::string label;
+  std::string path;
+  uint64_t bytes = 0;
+};
+
+/// `spec` located without network: a file on disk, or a repo spec already in the cache.
+ModelAtHand locate(const std::string& spec, const hub::HubOptions& opts) {
+  ModelAtHand m{spec, "", 0};
+  std::error_code ec;
+  if (fs::is_regular_file(spec, ec)) {
+    m.path = spec;
+    m.bytes = fs::file_size(spec, ec);
+  } else if (const auto cached = hub::find_cached(spec, opts)) {
+    m.path = cached->path;
+    m.bytes = cached->file.size_bytes;
+  }
+  return m;
+}
+
+std::string memory_line(const ModelAtHand& m) {
+  const std::string avail_kb = proc_value("/proc/meminfo", "MemAvailable");
+  if (avail_kb.empty()) return "memory: unknown (no MemAvailable in /proc/meminfo)";
+  const uint64_t avail = std::stoull(avail_kb) * 1024;
+  if (m.bytes == 0) {
+    return "memory: " + gb(avail) + " available (the size of " + m.label + " is known once it is downloaded)";
+  }
+  if (avail < m.bytes) {
+    return "memory: " + gb(avail) + " available, " + m.label + " needs about " + gb(m.bytes) +
+           ": TOO LITTLE (close other programs or use a smaller model)";
+  }
+  return "memory: " + gb(avail) + " available (enough for " + m.label + ", about " + gb(m.bytes) + ")";
+}
+
+/// The NVIDIA GPU the kernel driver lists (/proc/driver/nvidia/gpus/*/information "Model:"), for a
+/// build that cannot ask CUDA; "" when there is none.
+std::string driver_gpu_name() {
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/proc/driver/nvidia/gpus", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = proc_value((it->path() / "information").c_str(), "Model");
+    return name.empty() ? "an NVIDIA GPU" : name;
+  }
+  return "";
+}
+
+std::string gpu_line(bool cuda_built) {
+  const cuda::GpuProbe probe = cuda::probe_gpu();
+  if (probe.gpu) {
+    return "gpu: " + cuda::describe(*probe.gpu) +
+           ": usable (run and logits use it; --device cpu to opt out; the GPU backend is still experimental, "
+           "docs/gpu.md)";
+  }
+  const std::string present = driver_gpu_name();
+  if (!cuda_built && !present.empty()) {
+    return "gpu: " + present +
+           " is present, but this dllm was built without the CUDA backend, so it runs on the CPU (fix: "
+           "install the CUDA toolkit so nvcc is on PATH, then rm -rf build && ./dllm setup)";
+  }
+  return "gpu: none usable (" + probe.reason + "); dllm runs on the CPU";
+}
+
+std::string shell_word(const std::string& word) {
+  return word.find_first_of(" \t'\"$") == std::string::npos ? word : "'" + word + "'";
+}
+
+}  // namespace
+
+int print_doctor_report(const std::string& model) {
+  const hub::HubOptions opts = hub_options(true);  // doctor never downloads
+  std::cout << "build: " << version_line() << "; " << cuda_build_line() << "\n";
+  std::cout << cpu_line() << "\n";
+
+  // The model the report is about: --model, else $DLLM_MODEL, else the default LLaDA-8B (also while
+  // run falls back to the demo model: it is the one to get, and the one memory must fit).
+  using Source = DefaultChoice::Source;
+  const DefaultChoice choice = choose_default_model(opts);
+  const bool explicit_model = !model.empty() || choice.source == Source::kEnv;
+  ModelAtHand target = locate(!model.empty() ? model
+                              : explicit_model     ? choice.spec
+                                                   : kDefaultModelSpec,
+                              opts);
+  if (!explicit_model) {
+    target.label = kDefaultModelName;
+    if (target.bytes == 0) target.bytes = kDefaultModelBytes;
+  }
+  std::cout << memory_line(target) << "\n";
+  std::cout << gpu_line(cuda_built()) << "\n";
+
+  const std::vector<hub::ResolvedModel> cached = hub::list_cache(opts);
+  if (cached.empty()) {
+    std::cout << "models: none in the Hugging Face cache (" << opts.cache_dir.string()
+              << ") (fix: ./dllm pull, or ./dllm run --model PATH.gguf)\n";
+  }
+  for (const auto& m : cached)
+    std::cout << "model: " << m.path << " (" << format_bytes(m.file.size_bytes) << ")\n";
+
+  // Which model run uses, and a prompt that suits it.
+  std::string try_flags, try_path;
+  if (!model.empty()) {
+    try_flags = "--model " + shell_word(model) + " ";
+    try_path = target.path;
+    if (try_path.empty()) {
+      std::cout << "model: " << model << " is not on this machine (fix: ./dllm pull " << model
+                << ", or give an existing .gguf path)\n";
+    }
+  } else {
+    const std::string spec = choice.spec;
+    switch (choice.source) {
+      case Source::kEnv:
+        std::cout << "default model: " << spec << " ($DLLM_MODEL)"
+                  << (target.path.empty()
+                          ? ": not on this machine yet (run downloads it; ./dllm pull does it now)"
+                          : "")
+                  << "\n";
+        try_path = target.path;
+        break;
+      case Source::kCached:
+        std::cout << "default model: " << spec << ", in the cache\n";
+        try_path = target.path;
+        break;
+      case Source::kDemo:
+        std::cout << "default model: " << kDefaultModelSpec
+                  << " is not in the cache, so run uses the demo model " << kDemoModelFile
+                  << " (fix: ./dllm pull, about " << gb(kDefaultModelBytes) << ")\n";
+        try_path = spec;
+        break;
+      case Source::kDownload:
+        std::cout << "default model: " << spec << " is not in the cache: run downloads it first (about "
+                  << gb(kDefaultModelBytes) << "; ./dllm pull does it now)\n";
+        break;
+    }
+  }
+  std::cout << "try: ./dllm run " << try_flags << "\"" << suggested_prompt(try_path) << "\"\n";
+  return 0;
+}
+
+Command add_doctor_command(CLI::App& root) {
+  auto o = std::make_shared<ModelFlags>();
+  CLI::App* sub = root.add_subcommand(
+      "doctor", "Check this machine and build (CPU kernels, memory, GPU, cached models), changing nothing");
+  sub->add_option("-m,--model", o->model,
+                  "Check against this model (GGUF path or org/repo[:QUANT]) instead of the default");
+  return {sub, [o]() { return print_doctor_report(o->model); }};
+}
+
+}  // namespace dllm::cli
