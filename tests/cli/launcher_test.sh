@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tests of the ./dllm launcher: exit codes, closest-command suggestions (and none for a far word),
-# help [COMMAND], setup without a terminal, doctor, and pass-through to the built binary. Run by CTest with DLLM_SOURCE_DIR (the checkout),
+# help [COMMAND], apt-get's log, setup without a terminal, doctor, and pass-through to the built binary. Run by CTest with DLLM_SOURCE_DIR (the checkout),
 # DLLM_BUILD_DIR (the build folder whose bin/dllm to use) and DLLM_SHARED_DEFAULT (../shared; the
 # environment's DLLM_SHARED overrides it).
 # Parts that would make the launcher rebuild (binary older than the sources) are skipped with a note.
@@ -82,21 +82,52 @@ expect 0 "usage: ./dllm COMMAND" -- help help
 expect_error 2 "unknown command 'bogus'" "" -- help bogus
 expect_error 2 "did you mean 'setup'" "" -- help setpu
 # A word far from every command gets the list, not a wild guess.
-expect_error 2 "commands: setup doctor pull" "did you mean" -- frobnicate
+expect_error 2 "commands: run, tokenize" "did you mean" -- frobnicate
 expect_error 2 "unknown command 'rm'" "did you mean" -- rm
 
+# apt-get's own output goes to build/apt.log, one line per step on the terminal: with stand-ins first on
+# PATH (dpkg-query: nothing is installed; apt-get: chatty; cmake: fails, so nothing is built) in a fresh
+# build folder, `./dllm run` says what it installs and where the log is, then stops at the configure.
+if [[ "$(id -u)" == 0 ]]; then
+  fake="$TMP/fakebin"
+  mkdir -p "$fake"
+  printf '#!/bin/sh\nexit 1\n' >"$fake/dpkg-query"
+  printf '#!/bin/sh\necho "Reading package lists... (stand-in apt-get $1)"\n' >"$fake/apt-get"
+  printf '#!/bin/sh\necho "stand-in cmake fails"\nexit 1\n' >"$fake/cmake"
+  chmod +x "$fake"/*
+  out="$(PATH="$fake:$PATH" DLLM_BUILD_DIR="$TMP/fresh" "$SRC/dllm" run "Hi" </dev/null 2>&1)"
+  rc=$?
+  launcher_lines="$(grep -c '^dllm: ' <<<"$out")"
+  if [[ $rc -ne 1 || "$out" == *"Reading package lists"* || "$out" != *"(apt-get log: "* ||
+    "$(grep -c 'Reading package lists' "$TMP/fresh/apt.log" 2>/dev/null)" != 2 || $launcher_lines -gt 2 ]]; then
+    echo "FAIL: ./dllm run with missing packages -> exit $rc, apt-get's output not in build/apt.log only:"
+    echo "$out" | tail -n 8
+    failures=$((failures + 1))
+  else
+    echo "ok: ./dllm run with missing packages -> apt-get output in apt.log, $launcher_lines launcher lines"
+  fi
+else
+  echo "SKIP: apt-get log check: needs root (the launcher installs packages as root)"
+fi
+
 BIN="$DLLM_BUILD_DIR/bin/dllm"
-stale="$(find "$SRC/src" "$SRC/CMakeLists.txt" "$SRC/tests/CMakeLists.txt" -newer "$BIN" \
-  \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name 'CMakeLists.txt' \) -print -quit 2>/dev/null)"
+stale="$(find "$SRC/src" "$SRC/cmake" "$SRC/CMakeLists.txt" "$SRC/tests/CMakeLists.txt" -newer "$BIN" \( -name '*.cpp' \
+  -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cmake' -o -name 'CMakeLists.txt' \) -print -quit 2>/dev/null)"
 if [[ ! -x "$BIN" || -n "$stale" ]]; then
   echo "SKIP: pass-through, setup and doctor checks: $BIN is missing or older than the sources ($stale)"
 else
-  expect 0 "blk.0.attn_q.weight" -- inspect "$LLADA"
-  expect 0 "" -- run --model "$LLADA" "Hi" --max-tokens 8
+  # The binary decides: the version, the default model (the demo model: the cache is empty), doctor's
+  # report and setup's closing hint, a prompt that suits the model it set up.
+  expect 0 "dllm 0.1.0 (commit " -- --version
+  out="$("$SRC/dllm" run "Once upon a time" -n 8 </dev/null 2>&1 >/dev/null)"
+  if [[ "$out" != "note: no --model given and "*"models/tiny-llada-fairytales-q4km.gguf"* || "$out" == *$'\n'* ]]; then
+    echo "FAIL: ./dllm run without --model -> stderr is not the binary's one note line: $out"
+    failures=$((failures + 1))
+  else
+    echo "ok: ./dllm run without --model -> one note line"
+  fi
   expect 0 "dllm run" -- run --help
-  expect 2 "--bogus" -- run --model "$LLADA" --bogus "Hi"
   expect 1 "model file not found" -- run --model "$TMP/missing.gguf" "Hi"
-  expect 0 "50257" -- tokenize --model "$LLADA" --prompt "Hi"
   expect 0 "dllm logits" -- help logits
   expect 0 "dllm run" -- help run
   expect 0 "dllm: local inference" -- help
@@ -106,6 +137,16 @@ else
   # doctor explains the missing model (empty cache) and the GPU line, naming the fix.
   expect 0 "fix: ./dllm pull" -- doctor
   expect 0 "gpu:" -- doctor
+  expect 0 "build: dllm 0.1.0" -- doctor
+  expect 0 'try: ./dllm run "Once upon a time"' -- setup --no-model
+fi
+if [[ ! -d "$SHARED/reference" ]]; then
+  echo "SKIP: the checks with the reference models: no reference data at $SHARED/reference (put the shared/ folder next to the checkout, or set DLLM_SHARED)"
+elif [[ -x "$BIN" && -z "$stale" ]]; then
+  expect 0 "blk.0.attn_q.weight" -- inspect "$LLADA"
+  expect 0 "" -- run --model "$LLADA" "Hi" --max-tokens 8
+  expect 2 "--bogus" -- run --model "$LLADA" --bogus "Hi"
+  expect 0 "50257" -- tokenize --model "$LLADA" --prompt "Hi"
 
   # Against the fake hub (tests/hub/fake_hub.py, 127.0.0.1): setup --yes downloads and checks, pull and
   # run by repo spec, then run again from the cache with the server stopped.
@@ -120,6 +161,7 @@ else
     export HF_ENDPOINT="http://127.0.0.1:$(cat "$TMP/port")"
     expect 3 "./dllm setup --yes --model org/tiny" -- setup --model org/tiny
     expect 0 "check: generated 16 tokens" -- setup --yes --model org/tiny
+    expect 0 'try: ./dllm run --model org/tiny "What is 2+2?"' -- setup --yes --model org/tiny
     expect 0 "models--org--tiny" -- pull org/tiny
     expect 0 "" -- run -m org/tiny "Hi" --max-tokens 8
     kill "$hub_pid" 2>/dev/null
