@@ -27,6 +27,28 @@ inline std::filesystem::path reference(const std::string& rel) {
   return shared_dir() / "reference" / rel;
 }
 
+/// Why the reference data cannot be read, for a skip: "" when shared_dir()/reference is a folder.
+/// Only a missing folder skips; a missing file inside a present one fails the test that reads it.
+inline std::string missing_reference() {
+  const std::filesystem::path dir = shared_dir() / "reference";
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return "";
+  return "needs the reference data, and " + dir.string() +
+         " is not a folder: put the shared/ folder next to the checkout, or set DLLM_SHARED=/path/to/shared";
+}
+
+}  // namespace dllm::test
+
+/// First statement of a test (or a fixture's SetUp) that reads ../shared/reference: skips it, with
+/// the reason, where the reference data is absent (a fresh clone without ../shared).
+#define DLLM_REQUIRE_REFERENCE()                                                                 \
+  do {                                                                                           \
+    if (const std::string why_missing = ::dllm::test::missing_reference(); !why_missing.empty()) \
+      GTEST_SKIP() << why_missing;                                                               \
+  } while (0)
+
+namespace dllm::test {
+
 /// Whole file as bytes.
 /// n values drawn from N(0, scale^2) by std::mt19937(seed): test inputs that are the same on every run.
 inline std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {

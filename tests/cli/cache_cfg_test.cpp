@@ -29,6 +29,7 @@ json run_json(const std::string& model, std::vector<std::string> extra) {
 }
 
 TEST(Cache, BothModelsRunWithThreshold) {
+  DLLM_REQUIRE_REFERENCE();
   for (const std::string& model : {llada_path(), dream_path()}) {
     for (const std::string cache : {"prefix", "dual"}) {
       const json j = run_json(
@@ -41,6 +42,7 @@ TEST(Cache, BothModelsRunWithThreshold) {
 }
 
 TEST(Cache, OneStepPerBlockIsExact) {
+  DLLM_REQUIRE_REFERENCE();
   // 16 tokens, blocks of 8, 2 steps: each block's single step is its refresh (a full forward).
   const std::vector<std::string> flags = {"--max-tokens", "16", "--block-length", "8",
                                           "--steps",      "2",  "--no-early-stop"};
@@ -54,6 +56,7 @@ TEST(Cache, OneStepPerBlockIsExact) {
 }
 
 TEST(Cfg, LladaRunsDreamIsAUsageError) {
+  DLLM_REQUIRE_REFERENCE();
   const json j = run_json(llada_path(), {"--max-tokens", "8", "--cfg-scale", "1.5"});
   ASSERT_TRUE(j.contains("sampler"));
   EXPECT_NE(j.at("sampler").get<std::string>().find("cfg_scale 1.5"), std::string::npos);

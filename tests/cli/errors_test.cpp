@@ -68,6 +68,7 @@ class ModelErrors : public ::testing::Test {
 };
 
 TEST_F(ModelErrors, UnsupportedArchitecture) {
+  DLLM_REQUIRE_REFERENCE();
   const std::string path = (dir_ / "qwen2.gguf").string();
   rewrite_gguf(
       llada_path(), path,
@@ -80,6 +81,7 @@ TEST_F(ModelErrors, UnsupportedArchitecture) {
 }
 
 TEST_F(ModelErrors, MissingMetadataKey) {
+  DLLM_REQUIRE_REFERENCE();
   const std::string path = (dir_ / "no-block-count.gguf").string();
   rewrite_gguf(
       llada_path(), path, [](gguf::KeyValue& kv) { return kv.key != "llada.block_count"; }, nullptr);
@@ -87,6 +89,7 @@ TEST_F(ModelErrors, MissingMetadataKey) {
 }
 
 TEST_F(ModelErrors, TensorShapeMismatch) {
+  DLLM_REQUIRE_REFERENCE();
   // [256, 768] -> [768, 256]: same Q4_K byte count (768 rows x 1 block vs 256 rows x 3 blocks).
   const std::string path = (dir_ / "shape.gguf").string();
   rewrite_gguf(llada_path(), path, nullptr, [](TensorSpec& t) {
@@ -101,6 +104,7 @@ TEST_F(ModelErrors, TensorShapeMismatch) {
 }
 
 TEST_F(ModelErrors, UnsupportedTensorType) {
+  DLLM_REQUIRE_REFERENCE();
   // Q2_K: a valid ggml type (256 values in 84 bytes) that no decoder of ours reads, on the token
   // embedding, which the model decodes row by row. (On a matrix the backend's kernel error comes
   // first: see MatrixKernelType.)
@@ -116,6 +120,7 @@ TEST_F(ModelErrors, UnsupportedTensorType) {
 }
 
 TEST_F(ModelErrors, MatrixKernelType) {
+  DLLM_REQUIRE_REFERENCE();
   // The model binds a matrix of any type (only the embedding is decoded row by row), but Q4_0 has no
   // matrix kernel: the CPU backend refuses it.
   const std::string path = (dir_ / "q4_0.gguf").string();
@@ -134,12 +139,14 @@ TEST_F(ModelErrors, MatrixKernelType) {
 }
 
 TEST_F(ModelErrors, MissingTensor) {
+  DLLM_REQUIRE_REFERENCE();
   const std::string path = (dir_ / "no-output-norm.gguf").string();
   rewrite_gguf(llada_path(), path, nullptr, [](TensorSpec& t) { return t.name != "output_norm.weight"; });
   expect_error(run_on(path), "required tensor missing: output_norm.weight", 1);
 }
 
 TEST_F(ModelErrors, UnknownPreTokenizer) {
+  DLLM_REQUIRE_REFERENCE();
   const std::string path = (dir_ / "pre.gguf").string();
   rewrite_gguf(
       llada_path(), path,
@@ -156,6 +163,7 @@ TEST_F(ModelErrors, UnknownPreTokenizer) {
 }
 
 TEST_F(ModelErrors, UnknownChatTemplateSuggestsNoChat) {
+  DLLM_REQUIRE_REFERENCE();
   const std::string path = (dir_ / "template.gguf").string();
   rewrite_gguf(
       llada_path(), path,
@@ -174,6 +182,7 @@ TEST_F(ModelErrors, UnknownChatTemplateSuggestsNoChat) {
 }
 
 TEST_F(ModelErrors, TruncatedFile) {
+  DLLM_REQUIRE_REFERENCE();
   const std::vector<char> bytes = read_file(llada_path());
   ASSERT_GT(bytes.size(), 2000000u);
   // Cut in the header (metadata), in the tensor directory region, and in the tensor data.
@@ -323,6 +332,7 @@ TEST(CliErrors, BadFlagValues) {
 }
 
 TEST(CliErrors, GpuDeviceRunsOrSaysWhyNot) {
+  DLLM_REQUIRE_REFERENCE();
   // With a usable GPU in a CUDA build this runs; anywhere else it is one line naming the way out.
   const RunResult r =
       run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "8", "--device", "gpu"});
@@ -334,6 +344,7 @@ TEST(CliErrors, GpuDeviceRunsOrSaysWhyNot) {
 }
 
 TEST(CliErrors, InvalidCombinationNamesTheChoices) {
+  DLLM_REQUIRE_REFERENCE();
   // LLaDA: max_tokens must be a multiple of block_length, steps a multiple of the block count.
   RunResult r = run_dllm(
       {"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "48", "--block-length", "32"});
@@ -434,6 +445,7 @@ TEST(CliErrors, LogitsOutThatCannotBeWritten) {
 }
 
 TEST(CliErrors, LogitsOutThatIsNotARegularFileStaysWhatItIs) {
+  DLLM_REQUIRE_REFERENCE();
   // A symlink keeps pointing at its target, which receives the logits (also when the target does not
   // exist yet); a device stays a device. A temporary file renamed over --out itself would have
   // replaced either with a regular file.
@@ -463,6 +475,7 @@ TEST(CliErrors, LogitsOutThatIsNotARegularFileStaysWhatItIs) {
 }
 
 TEST(CliErrors, StdoutThatCannotBeWritten) {
+  DLLM_REQUIRE_REFERENCE();
   // The answer must not vanish with exit 0: /dev/full fails every write (ENOSPC).
   if (!std::filesystem::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full here";
   for (const std::vector<std::string>& args :
@@ -477,6 +490,7 @@ TEST(CliErrors, StdoutThatCannotBeWritten) {
 }
 
 TEST(CliErrors, LogitsLongerThanTheModelContext) {
+  DLLM_REQUIRE_REFERENCE();
   const gguf::GgufFile f = gguf::GgufFile::open(llada_path());
   const uint64_t n_ctx = f.get_u64("llada.context_length");
   std::string tokens;
@@ -515,6 +529,7 @@ TEST(CliErrors, TokenFileProblems) {
 }
 
 TEST(CliErrors, BadIsaVariableIsNamed) {
+  DLLM_REQUIRE_REFERENCE();
   const RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "8",
                                 "--block-length", "8", "--steps", "8"},
                                {"DLLM_CPU_ISA=bogus"});
@@ -531,6 +546,7 @@ TEST(CliErrors, NoModelOrNoPrompt) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
   EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
+  DLLM_REQUIRE_REFERENCE();
   r = run_dllm({"run", "--model", llada_path()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
@@ -538,6 +554,7 @@ TEST(CliErrors, NoModelOrNoPrompt) {
 }
 
 TEST(CliErrors, LongerThanTheModelContext) {
+  DLLM_REQUIRE_REFERENCE();
   // tiny-llada: llada.context_length = 4096 (reference README). Canvas: 18 prompt + 5000 masks.
   const gguf::GgufFile f = gguf::GgufFile::open(llada_path());
   const uint64_t n_ctx = f.get_u64("llada.context_length");

@@ -34,6 +34,7 @@ json parse_one_json_line(const RunResult& r) {
 }
 
 TEST(Run, BothReferenceModelsPrintText) {
+  DLLM_REQUIRE_REFERENCE();
   for (const std::string& model : {llada_path(), dream_path()}) {
     const RunResult r = run_dllm(run_args(model, "What is 2+2?", {"--max-tokens", "16", "--threads", "2"}));
     EXPECT_EQ(r.exit_code, 0) << model << ": " << r.err;
@@ -44,6 +45,7 @@ TEST(Run, BothReferenceModelsPrintText) {
 }
 
 TEST(Run, JsonObjectHasTheFields) {
+  DLLM_REQUIRE_REFERENCE();
   for (const std::string& model : {llada_path(), dream_path()}) {
     const RunResult r =
         run_dllm(run_args(model, "What is 2+2?", {"--max-tokens", "16", "--json", "--seed", "3"}));
@@ -74,6 +76,7 @@ TEST(Run, JsonObjectHasTheFields) {
 }
 
 TEST(Run, SameSeedSameTextAtOneAndTwoThreads) {
+  DLLM_REQUIRE_REFERENCE();
   // Temperature > 0 so the seed matters (LLaDA: Gumbel noise; Dream: categorical sampling + top-p).
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {llada_path(), {"--max-tokens", "16", "--temperature", "0.8", "--seed", "7"}},
@@ -95,6 +98,7 @@ TEST(Run, SameSeedSameTextAtOneAndTwoThreads) {
 }
 
 TEST(Run, EarlyStopDoesNotChangeTheAnswer) {
+  DLLM_REQUIRE_REFERENCE();
   for (const std::string& model : {llada_path(), dream_path()}) {
     const std::vector<std::string> flags = {"--max-tokens", "16", "--json", "--seed", "1"};
     RunResult early = run_dllm(run_args(model, "Hi", flags));
@@ -116,6 +120,7 @@ TEST(Run, EarlyStopDoesNotChangeTheAnswer) {
 }
 
 TEST(Run, EmptyPromptWorks) {
+  DLLM_REQUIRE_REFERENCE();
   for (const std::string& model : {llada_path(), dream_path()}) {
     for (bool chat : {true, false}) {
       std::vector<std::string> f = {"--max-tokens", "8"};
@@ -128,6 +133,7 @@ TEST(Run, EmptyPromptWorks) {
 }
 
 TEST(Run, PositionalPromptEqualsFlag) {
+  DLLM_REQUIRE_REFERENCE();
   const RunResult a = run_dllm({"run", "--model", llada_path(), "What is 2+2?", "--max-tokens", "8"});
   const RunResult b =
       run_dllm({"run", "--model", llada_path(), "--prompt", "What is 2+2?", "--max-tokens", "8"});
@@ -136,6 +142,7 @@ TEST(Run, PositionalPromptEqualsFlag) {
 }
 
 TEST(Run, VerboseGoesToStderrOnly) {
+  DLLM_REQUIRE_REFERENCE();
   const auto args = run_args(llada_path(), "Hi", {"--max-tokens", "8"});
   RunResult quiet = run_dllm(args);
   auto vargs = args;
@@ -150,6 +157,7 @@ TEST(Run, VerboseGoesToStderrOnly) {
 }
 
 TEST(Run, TraceWritesOneLinePerStep) {
+  DLLM_REQUIRE_REFERENCE();
   TempDir dir;
   const std::string trace = (dir / "trace.jsonl").string();
   const RunResult r =
@@ -172,6 +180,7 @@ TEST(Run, TraceWritesOneLinePerStep) {
 // steps 16 gives 8 steps per block and get_num_transfer_tokens = 32 / 8 = 4 commits per step, blocks 0
 // then 1. At 4 per step no parallel-decoding warning; at steps 8 (8 per step) there is one.
 TEST(Run, LladaTraceSixtyFourTokensBlockThirtyTwoSixteenSteps) {
+  DLLM_REQUIRE_REFERENCE();
   TempDir dir;
   const std::string trace = (dir / "trace.jsonl").string();
   const RunResult r = run_dllm(run_args(
@@ -226,6 +235,7 @@ std::vector<std::string> lines_starting(const std::string& err, const std::strin
 }
 
 TEST(Run, DreamNotesTheStepsItsScheduleSkips) {
+  DLLM_REQUIRE_REFERENCE();
   // -n 16 with the default steps = 16: int(16 * (1 - s/t)) at step 0 is int(0.999) = 0.
   const int64_t passes = dream_forward_passes(16, 16, 1e-3);
   ASSERT_EQ(passes, 15);
@@ -241,6 +251,7 @@ TEST(Run, DreamNotesTheStepsItsScheduleSkips) {
 }
 
 TEST(Run, LladaNotesStepsBeyondTheBlockLength) {
+  DLLM_REQUIRE_REFERENCE();
   // get_num_transfer_tokens(8 masks, 16 steps): 1 token on the first 8 steps, 0 on the last 8.
   const RunResult r = run_dllm(run_args(llada_path(), "Hi", {"-n", "8", "--steps", "16", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -251,6 +262,7 @@ TEST(Run, LladaNotesStepsBeyondTheBlockLength) {
 }
 
 TEST(Run, NoStepNoteWhenEveryStepRuns) {
+  DLLM_REQUIRE_REFERENCE();
   ASSERT_GT(dream_forward_passes(64, 16, 1e-3), 15);  // 64 * (1 - s/t) >= 3 on every step
   for (const auto& args :
        std::vector<std::vector<std::string>>{run_args(llada_path(), "Hi", {"-n", "16"}),
@@ -262,6 +274,7 @@ TEST(Run, NoStepNoteWhenEveryStepRuns) {
 }
 
 TEST(Run, ThreadsAboveTheCpusWarnOnce) {
+  DLLM_REQUIRE_REFERENCE();
   cpu_set_t set;
   CPU_ZERO(&set);
   ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
@@ -289,6 +302,7 @@ TEST(Run, ThreadsAboveTheCpusWarnOnce) {
 }
 
 TEST(Run, OpenMpWorkersSleepUnlessTheUserChose) {
+  DLLM_REQUIRE_REFERENCE();
   // main() re-executes itself with OMP_WAIT_POLICY=passive when neither variable is set (libgomp
   // reads them before main); --verbose prints what the process that ran the model saw.
   if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT"))

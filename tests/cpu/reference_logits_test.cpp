@@ -53,6 +53,7 @@ class ReferenceLogits : public ::testing::TestWithParam<std::string> {};
 class ReferenceLogitsIsa : public ::testing::TestWithParam<std::tuple<std::string, Isa>> {};
 
 TEST_P(ReferenceLogitsIsa, MatchLlamaCpp) {
+  DLLM_REQUIRE_REFERENCE();
   const auto [arch, isa] = GetParam();
   if (!isa_supported(isa)) GTEST_SKIP() << "this CPU cannot run " << isa_name(isa);
   const auto file = gguf::GgufFile::open(reference_model(arch).string());
@@ -80,6 +81,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::get<0>(info.param) + "_" + isa_name(std::get<1>(info.param)); });
 
 TEST_P(ReferenceLogits, WrongRopeModeFails) {
+  DLLM_REQUIRE_REFERENCE();
   // The comparison must be able to fail: the other RoPE pairing (a convention error) is far outside
   // the bounds. Sequence (a) only: a single token (c) sits at position 0, where RoPE is the identity.
   const std::string arch = GetParam();
@@ -95,6 +97,7 @@ TEST_P(ReferenceLogits, WrongRopeModeFails) {
 }
 
 TEST_P(ReferenceLogits, ThreadCountDoesNotChangeLogits) {
+  DLLM_REQUIRE_REFERENCE();
   const std::string arch = GetParam();
   const auto file = gguf::GgufFile::open(reference_model(arch).string());
   const auto model = model::Model::load(file);
@@ -108,6 +111,7 @@ TEST_P(ReferenceLogits, ThreadCountDoesNotChangeLogits) {
 }
 
 TEST_P(ReferenceLogits, SubsetOfRowsEqualsFullRun) {
+  DLLM_REQUIRE_REFERENCE();
   // The LM head runs only for the requested rows; those rows must equal the full run's, in the order asked.
   const std::string arch = GetParam();
   const auto file = gguf::GgufFile::open(reference_model(arch).string());

@@ -233,9 +233,11 @@ void check_reference(const std::string& file) {
 }
 
 TEST(GgufReference, TinyLlada) {
+  DLLM_REQUIRE_REFERENCE();
   check_reference("tiny-llada-q4km.gguf");
 }
 TEST(GgufReference, TinyDream) {
+  DLLM_REQUIRE_REFERENCE();
   check_reference("tiny-dream-q4km.gguf");
 }
 

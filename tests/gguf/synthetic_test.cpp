@@ -217,6 +217,7 @@ void check_tensor_data(const GgufFile& f) {
 }
 
 TEST(SyntheticGguf, LladaTwoLayers) {
+  DLLM_REQUIRE_REFERENCE();
   if (!kTool) GTEST_SKIP() << "tools/ not configured";
   test::TempDir dir;
   const std::string path = (dir / "llada.gguf").string();
@@ -297,6 +298,7 @@ TEST(SyntheticGguf, LladaTwoLayers) {
 }
 
 TEST(SyntheticGguf, DreamOneLayer) {
+  DLLM_REQUIRE_REFERENCE();
   if (!kTool) GTEST_SKIP() << "tools/ not configured";
   test::TempDir dir;
   const std::string path = (dir / "dream.gguf").string();

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "base/error.h"
@@ -79,11 +80,15 @@ json repos() {
 
 class Hub : public ::testing::Test {
  protected:
-  Hub() : hub_(repos()) {}
+  // The server starts once the reference GGUF it serves is known to exist.
+  void SetUp() override {
+    DLLM_REQUIRE_REFERENCE();
+    hub_.emplace(repos());
+  }
 
   HubOptions opts() const {
     HubOptions o;
-    o.endpoint = hub_.endpoint();
+    o.endpoint = hub_->endpoint();
     o.cache_dir = dir_ / "hub";
     o.verified_db = dir_ / "dllm" / "verified.json";
     o.progress = false;
@@ -119,7 +124,7 @@ class Hub : public ::testing::Test {
   }
 
   TempDir dir_;
-  FakeHub hub_;
+  std::optional<FakeHub> hub_;
 };
 
 TEST_F(Hub, DownloadCreatesTheHfCacheLayout) {
@@ -141,12 +146,12 @@ TEST_F(Hub, DownloadCreatesTheHfCacheLayout) {
   EXPECT_EQ(commit, kTinyCommit);
 
   // The API call asked for blob data, the resolve redirected to the CDN, one full GET of the bytes.
-  auto api = hub_.requests_to("/api/models/org/tiny/revision/main");
+  auto api = hub_->requests_to("/api/models/org/tiny/revision/main");
   ASSERT_EQ(api.size(), 1u);
   EXPECT_THAT(api[0]["path"].get<std::string>(), HasSubstr("blobs=true"));
-  EXPECT_EQ(hub_.requests_to("/org/tiny/resolve/" + std::string(kTinyCommit) + "/tiny-Q4_K_M.gguf").size(),
+  EXPECT_EQ(hub_->requests_to("/org/tiny/resolve/" + std::string(kTinyCommit) + "/tiny-Q4_K_M.gguf").size(),
             1u);
-  auto cdn = hub_.requests_to("/cdn/" + expected_sha);
+  auto cdn = hub_->requests_to("/cdn/" + expected_sha);
   ASSERT_EQ(cdn.size(), 1u);
   EXPECT_TRUE(cdn[0]["range"].is_null());
 
@@ -160,11 +165,11 @@ TEST_F(Hub, DownloadCreatesTheHfCacheLayout) {
 
 TEST_F(Hub, SecondResolveUsesTheCacheWithoutNetwork) {
   std::string first = dllm::hub::resolve_model("org/tiny", opts());
-  size_t n_requests = hub_.requests().size();
-  hub_.stop();  // any request now fails with "connection refused"
+  size_t n_requests = hub_->requests().size();
+  hub_->stop();  // any request now fails with "connection refused"
   EXPECT_EQ(dllm::hub::resolve_model("org/tiny", opts()), first);
   EXPECT_EQ(dllm::hub::resolve_model("org/tiny:Q4_K_M", opts()), first);
-  EXPECT_EQ(hub_.requests().size(), n_requests);
+  EXPECT_EQ(hub_->requests().size(), n_requests);
   // pull asks the hub first; unreachable, it falls back to the cached copy and says so.
   std::vector<std::string> messages;
   HubOptions o = opts();
@@ -179,13 +184,13 @@ TEST_F(Hub, SecondResolveUsesTheCacheWithoutNetwork) {
 
 TEST_F(Hub, ResumesAfterACutConnection) {
   const uint64_t cut = 5'000'000;
-  hub_.set_faults(json::array({{{"id", "cut1"}, {"where", "cdn"}, {"times", 1}, {"cut_after", cut}}}));
+  hub_->set_faults(json::array({{{"id", "cut1"}, {"where", "cdn"}, {"times", 1}, {"cut_after", cut}}}));
   std::vector<std::string> messages;
   HubOptions o = opts();
   o.on_message = [&](const std::string& m) { messages.push_back(m); };
   std::string path = dllm::hub::resolve_model("org/tiny", o);
   EXPECT_TRUE(dllm::test::read_file(path) == dllm::test::read_file(tiny_gguf()));
-  auto cdn = hub_.requests_to("/cdn/");
+  auto cdn = hub_->requests_to("/cdn/");
   ASSERT_EQ(cdn.size(), 2u);
   EXPECT_TRUE(cdn[0]["range"].is_null());
   EXPECT_EQ(cdn[1]["range"], "bytes=" + std::to_string(cut) + "-");
@@ -195,7 +200,7 @@ TEST_F(Hub, ResumesAfterACutConnection) {
 
 TEST_F(Hub, ADroppedDownloadKeepsOnlyTheIncompleteFileAndTheNextRunResumes) {
   const uint64_t cut = 3'000'000;
-  hub_.set_faults(json::array({{{"id", "cut"}, {"where", "cdn"}, {"times", 1}, {"cut_after", cut}}}));
+  hub_->set_faults(json::array({{{"id", "cut"}, {"where", "cdn"}, {"times", 1}, {"cut_after", cut}}}));
   HubOptions o = opts();
   o.max_attempts = 1;
   std::string msg = error_of([&] { dllm::hub::resolve_model("org/tiny", o); });
@@ -210,13 +215,13 @@ TEST_F(Hub, ADroppedDownloadKeepsOnlyTheIncompleteFileAndTheNextRunResumes) {
 
   std::string path = dllm::hub::resolve_model("org/tiny", o);
   EXPECT_TRUE(dllm::test::read_file(path) == dllm::test::read_file(tiny_gguf()));
-  auto cdn = hub_.requests_to("/cdn/");
+  auto cdn = hub_->requests_to("/cdn/");
   ASSERT_EQ(cdn.size(), 2u);
   EXPECT_EQ(cdn[1]["range"], "bytes=" + std::to_string(cut) + "-");
 }
 
 TEST_F(Hub, CorruptDownloadIsDetectedAndRemoved) {
-  hub_.set_faults(json::array({{{"id", "bad"}, {"where", "cdn"}, {"times", 1}, {"corrupt_at", 1234567}}}));
+  hub_->set_faults(json::array({{{"id", "bad"}, {"where", "cdn"}, {"times", 1}, {"corrupt_at", 1234567}}}));
   std::string msg = error_of([&] { dllm::hub::resolve_model("org/tiny", opts()); });
   EXPECT_THAT(msg, HasSubstr("corrupt"));
   EXPECT_THAT(msg, HasSubstr(sha256sum(tiny_gguf())));  // the hash the hub publishes
@@ -242,11 +247,11 @@ TEST_F(Hub, CorruptCachedFileIsDeletedAndDownloadedByTheNextRun) {
   EXPECT_THAT(msg, HasSubstr("the next run downloads it again"));
   EXPECT_FALSE(fs::exists(blob));
   EXPECT_FALSE(fs::exists(fs::symlink_status(path)));
-  size_t cdn_before = hub_.requests_to("/cdn/").size();
+  size_t cdn_before = hub_->requests_to("/cdn/").size();
   std::string again = dllm::hub::resolve_model("org/tiny", opts());
   EXPECT_EQ(again, path);
   EXPECT_TRUE(dllm::test::read_file(again) == dllm::test::read_file(tiny_gguf()));
-  EXPECT_EQ(hub_.requests_to("/cdn/").size(), cdn_before + 1);
+  EXPECT_EQ(hub_->requests_to("/cdn/").size(), cdn_before + 1);
 }
 
 TEST_F(Hub, CachedFileIsVerifiedOnceKeyedBySizeAndMtime) {
@@ -262,7 +267,7 @@ TEST_F(Hub, CachedFileIsVerifiedOnceKeyedBySizeAndMtime) {
   }
   struct timespec times[2] = {st.st_atim, st.st_mtim};
   ASSERT_EQ(utimensat(AT_FDCWD, blob.c_str(), times, 0), 0);
-  hub_.stop();
+  hub_->stop();
   EXPECT_EQ(dllm::hub::resolve_model("org/tiny", opts()), path);
   // A new mtime invalidates the memo: the damage is found.
   times[1].tv_sec += 10;
@@ -277,10 +282,10 @@ TEST_F(Hub, OfflineUsesTheCacheAndNamesThePullCommandWhenMissing) {
   std::string msg = error_of([&] { dllm::hub::resolve_model("org/tiny:Q4_K_M", off); });
   EXPECT_THAT(msg, HasSubstr("./dllm pull org/tiny:Q4_K_M"));
   EXPECT_THAT(msg, HasSubstr("offline"));
-  EXPECT_TRUE(hub_.requests().empty()) << "offline sent a request";
+  EXPECT_TRUE(hub_->requests().empty()) << "offline sent a request";
 
   std::string path = dllm::hub::resolve_model("org/tiny", opts());
-  hub_.stop();
+  hub_->stop();
   EXPECT_EQ(dllm::hub::resolve_model("org/tiny", off), path);
   EXPECT_EQ(dllm::hub::pull("org/tiny", off).path, path);
   // A quant that is not cached is missing offline even though another one is there.
@@ -293,7 +298,7 @@ TEST_F(Hub, GatedRepoNeedsTheToken) {
   EXPECT_THAT(msg, HasSubstr("HTTP 401"));
   EXPECT_THAT(msg, HasSubstr("HF_TOKEN"));
   EXPECT_THAT(msg, HasSubstr("licence"));
-  EXPECT_THAT(msg, HasSubstr(hub_.endpoint() + "/org/gated"));
+  EXPECT_THAT(msg, HasSubstr(hub_->endpoint() + "/org/gated"));
 
   HubOptions wrong = opts();
   wrong.token = "hf_wrong";
@@ -304,7 +309,7 @@ TEST_F(Hub, GatedRepoNeedsTheToken) {
   with.token = "hf_secret";
   std::string path = dllm::hub::resolve_model("org/gated", with);
   EXPECT_EQ(fs::file_size(path), 10000u);
-  auto api = hub_.requests_to("/api/models/org/gated/");
+  auto api = hub_->requests_to("/api/models/org/gated/");
   ASSERT_FALSE(api.empty());
   EXPECT_EQ(api.back()["authorization"], "Bearer hf_secret");
 }
@@ -314,19 +319,19 @@ TEST_F(Hub, NotFoundNamesTheRepoOrFile) {
   EXPECT_THAT(repo, HasSubstr("repository org/nope not found"));
   EXPECT_THAT(repo, HasSubstr("HTTP 404"));
 
-  hub_.set_faults(json::array(
+  hub_->set_faults(json::array(
       {{{"where", "resolve"}, {"status", 404}, {"error_code", "EntryNotFound"}, {"message", "gone"}}}));
   std::string file = error_of([&] { dllm::hub::resolve_model("org/tiny", opts()); });
   EXPECT_THAT(file, HasSubstr("file tiny-Q4_K_M.gguf not found in org/tiny"));
 }
 
 TEST_F(Hub, ServerErrorSaysTryAgainLater) {
-  hub_.set_faults(json::array({{{"where", "api"}, {"status", 500}}}));
+  hub_->set_faults(json::array({{{"where", "api"}, {"status", 500}}}));
   std::string msg = error_of([&] { dllm::hub::resolve_model("org/tiny", opts()); });
   EXPECT_THAT(msg, HasSubstr("HTTP 500"));
   EXPECT_THAT(msg, HasSubstr("try again"));
 
-  hub_.set_faults(json::array({{{"where", "cdn"}, {"status", 503}}}));
+  hub_->set_faults(json::array({{{"where", "cdn"}, {"status", 503}}}));
   std::string cdn = error_of([&] { dllm::hub::resolve_model("org/tiny", opts()); });
   EXPECT_THAT(cdn, HasSubstr("HTTP 503"));
   EXPECT_FALSE(fs::exists(repo_dir() / "snapshots"));
@@ -352,7 +357,7 @@ TEST_F(Hub, ConnectionRefusedSuggestsOffline) {
 }
 
 TEST_F(Hub, StalledServerTimesOut) {
-  hub_.set_faults(json::array({{{"where", "cdn"}, {"stall_after", 100000}, {"stall_s", 8}}}));
+  hub_->set_faults(json::array({{{"where", "cdn"}, {"stall_after", 100000}, {"stall_s", 8}}}));
   HubOptions o = opts();
   o.stall_timeout_s = 1;
   o.max_attempts = 1;
@@ -364,7 +369,7 @@ TEST_F(Hub, StalledServerTimesOut) {
   EXPECT_LT(secs, 6.0);
 
   // A server that accepts the connection but never answers the model-info request.
-  hub_.set_faults(json::array({{{"where", "api"}, {"stall_s", 8}}}));
+  hub_->set_faults(json::array({{{"where", "api"}, {"stall_s", 8}}}));
   t0 = std::chrono::steady_clock::now();
   std::string api = error_of([&] { dllm::hub::resolve_model("org/tiny", o); });
   secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -394,7 +399,7 @@ TEST_F(Hub, SplitFilesGiveAClearError) {
   std::string msg = error_of([&] { dllm::hub::resolve_model("org/split", opts()); });
   EXPECT_THAT(msg, HasSubstr("split GGUF"));
   EXPECT_THAT(msg, HasSubstr("llama-gguf-split --merge"));
-  EXPECT_TRUE(hub_.requests_to("/cdn/").empty());
+  EXPECT_TRUE(hub_->requests_to("/cdn/").empty());
 }
 
 TEST_F(Hub, WithoutBlobInfoTheResolveHeadersGiveShaAndSize) {
@@ -404,7 +409,7 @@ TEST_F(Hub, WithoutBlobInfoTheResolveHeadersGiveShaAndSize) {
   EXPECT_EQ(fs::file_size(path), 7000u);
   EXPECT_EQ(sha256sum(path), fs::canonical(path).filename().string());
   bool head_seen = false;
-  for (auto& r : hub_.requests_to("/org/plain/resolve/")) head_seen = head_seen || r["method"] == "HEAD";
+  for (auto& r : hub_->requests_to("/org/plain/resolve/")) head_seen = head_seen || r["method"] == "HEAD";
   EXPECT_TRUE(head_seen);
 }
 
@@ -425,14 +430,14 @@ TEST_F(Hub, ConcurrentResolvesDownloadOnce) {
   EXPECT_EQ(err_b, "");
   EXPECT_EQ(a, b);
   EXPECT_TRUE(dllm::test::read_file(a) == dllm::test::read_file(tiny_gguf()));
-  EXPECT_EQ(hub_.requests_to("/cdn/").size(), 1u);
+  EXPECT_EQ(hub_->requests_to("/cdn/").size(), 1u);
   EXPECT_EQ(blob_names().size(), 1u);
 }
 
 TEST_F(Hub, FileNamesThatLeaveTheCacheAreRefused) {
   std::string msg = error_of([&] { dllm::hub::resolve_model("org/evil", opts()); });
   EXPECT_THAT(msg, HasSubstr("unusable file name"));
-  EXPECT_TRUE(hub_.requests_to("/cdn/").empty());
+  EXPECT_TRUE(hub_->requests_to("/cdn/").empty());
   EXPECT_FALSE(fs::exists(dir_ / "escape-Q4_K_M.gguf"));
 }
 
@@ -442,7 +447,7 @@ TEST_F(Hub, LookupRemoteAndListCache) {
   EXPECT_EQ(f.size_bytes, fs::file_size(tiny_gguf()));
   EXPECT_EQ(f.sha256, sha256sum(tiny_gguf()));
   EXPECT_EQ(f.commit, kTinyCommit);
-  EXPECT_TRUE(hub_.requests_to("/cdn/").empty()) << "lookup downloaded";
+  EXPECT_TRUE(hub_->requests_to("/cdn/").empty()) << "lookup downloaded";
   EXPECT_TRUE(dllm::hub::list_cache(opts()).empty());
 
   auto m = dllm::hub::pull("org/tiny:Q8_0", opts());
@@ -458,6 +463,7 @@ TEST_F(Hub, LookupRemoteAndListCache) {
 }
 
 TEST(HubLocal, PathsAreReturnedAsIsOrNamedWhenMissing) {
+  DLLM_REQUIRE_REFERENCE();
   HubOptions o;
   o.cache_dir = "/nonexistent-dllm-cache";
   o.offline = true;

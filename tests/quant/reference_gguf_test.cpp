@@ -92,6 +92,7 @@ void for_each_row(const GgufFile& f, const TensorInfo& t, F fn) {
 }
 
 TEST(ReferenceGguf, EveryTensorHasTheGeneratorsStatistics) {
+  DLLM_REQUIRE_REFERENCE();
   for (const char* file : kFiles) {
     const GgufFile f = GgufFile::open(dllm::test::reference(file).string());
     int n_norm = 0, n_gauss = 0;
@@ -119,6 +120,7 @@ TEST(ReferenceGguf, EveryTensorHasTheGeneratorsStatistics) {
 }
 
 TEST(ReferenceGguf, StatisticsRejectBrokenDecoders) {
+  DLLM_REQUIRE_REFERENCE();
   // The statistics check above must be able to fail: decode one real Q4_K and one Q6_K tensor with
   // mutated decoders and apply the same check.
   const GgufFile f = GgufFile::open(dllm::test::reference("tiny-llada-q4km.gguf").string());
@@ -154,6 +156,7 @@ TEST(ReferenceGguf, StatisticsRejectBrokenDecoders) {
 }
 
 TEST(ReferenceGguf, RowsMatchTheTestsBitDecoder) {
+  DLLM_REQUIRE_REFERENCE();
   for (const char* file : kFiles) {
     const GgufFile f = GgufFile::open(dllm::test::reference(file).string());
     int checked = 0;
@@ -201,6 +204,7 @@ bool same_value(float a, float b) {
 }
 
 TEST(ReferenceGguf, MatchesGgufPythonPackage) {
+  DLLM_REQUIRE_REFERENCE();
   dllm::test::TempDir tmp;
   std::string in;
   std::vector<Request> reqs;

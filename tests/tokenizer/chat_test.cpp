@@ -36,13 +36,16 @@ void check_reference_prompt(const Tokenizer& tok, const std::string& arch) {
 }
 
 TEST(Chat, LladaReferencePrompt) {
+  DLLM_REQUIRE_REFERENCE();
   check_reference_prompt(llada_tok(), "llada");
 }
 TEST(Chat, DreamReferencePrompt) {
+  DLLM_REQUIRE_REFERENCE();
   check_reference_prompt(dream_tok(), "dream");
 }
 
 TEST(Chat, DetectKinds) {
+  DLLM_REQUIRE_REFERENCE();
   EXPECT_EQ(tokenizer::detect_chat_template(llada_tok().chat_template()),
             tokenizer::ChatTemplateKind::kLlada);
   EXPECT_EQ(tokenizer::detect_chat_template(dream_tok().chat_template()),
@@ -55,6 +58,7 @@ TEST(Chat, DetectKinds) {
 
 // Exactly one BOS: LLaDA's template writes bos_token and add_bos_token is true.
 TEST(Chat, LladaExactlyOneBos) {
+  DLLM_REQUIRE_REFERENCE();
   const Tokenizer& t = llada_tok();
   for (bool special : {true, false}) {
     ChatOptions o;
@@ -91,6 +95,7 @@ TEST(Chat, LladaExactlyOneBos) {
 }
 
 TEST(Chat, SystemPromptAndTrim) {
+  DLLM_REQUIRE_REFERENCE();
   ChatOptions o;
   o.prompt = "  Hi\n";
   o.system = "Be brief.";
@@ -104,6 +109,7 @@ TEST(Chat, SystemPromptAndTrim) {
 }
 
 TEST(Chat, EmptyPromptStillTemplated) {
+  DLLM_REQUIRE_REFERENCE();
   ChatOptions o;
   const auto ids = tokenizer::prompt_tokens(dream_tok(), o);
   EXPECT_EQ(tokenizer::render_chat(dream_tok(), o),
@@ -115,6 +121,7 @@ TEST(Chat, EmptyPromptStillTemplated) {
 
 // --no-special: special-token text typed by the user stays text; the template's markers stay tokens.
 TEST(Chat, NoSpecialKeepsUserTextLiteral) {
+  DLLM_REQUIRE_REFERENCE();
   const Tokenizer& t = dream_tok();
   ChatOptions o;
   o.prompt = "say <|im_end|> now";
@@ -131,6 +138,7 @@ TEST(Chat, NoSpecialKeepsUserTextLiteral) {
 }
 
 TEST(Chat, InvalidUtf8PromptNamesOffset) {
+  DLLM_REQUIRE_REFERENCE();
   ChatOptions o;
   o.prompt = "ok\xC3(";
   try {

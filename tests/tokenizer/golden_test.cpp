@@ -63,9 +63,11 @@ void check_golden(const Tokenizer& tok, const std::string& arch) {
 }
 
 TEST(Golden, LladaPublicIdForId) {
+  DLLM_REQUIRE_REFERENCE();
   check_golden(llada_tok(), "llada");
 }
 TEST(Golden, DreamPublicIdForId) {
+  DLLM_REQUIRE_REFERENCE();
   check_golden(dream_tok(), "dream");
 }
 
@@ -81,9 +83,11 @@ void check_meta(const Tokenizer& tok, const std::string& arch) {
   EXPECT_EQ(ids, meta["hello_world_default_flags"].get<std::vector<int32_t>>());
 }
 TEST(Golden, LladaMetaBos) {
+  DLLM_REQUIRE_REFERENCE();
   check_meta(llada_tok(), "llada");
 }
 TEST(Golden, DreamMetaBos) {
+  DLLM_REQUIRE_REFERENCE();
   check_meta(dream_tok(), "dream");
 }
 
@@ -117,6 +121,7 @@ void check_vectors(const Tokenizer& tok, const std::string& stem) {
 }
 
 TEST(Vectors, Gpt2VocabFile) {
+  DLLM_REQUIRE_REFERENCE();
   auto file = gguf::GgufFile::open(reference("tokenizer/vectors/ggml-vocab-gpt-2.gguf").string());
   const Tokenizer tok = Tokenizer::from_gguf(file);
   EXPECT_EQ(tok.pre(), "gpt-2");
@@ -125,6 +130,7 @@ TEST(Vectors, Gpt2VocabFile) {
 
 // tiny-dream carries the real Qwen2 vocabulary (reference README: 46/46 with llama-tokenize).
 TEST(Vectors, Qwen2OnTinyDream) {
+  DLLM_REQUIRE_REFERENCE();
   check_vectors(dream_tok(), "ggml-vocab-qwen2.gguf");
 }
 

@@ -55,6 +55,7 @@ std::string utf8(uint32_t cp) {
 }
 
 TEST(Utf8, InvalidInputNamesByteOffset) {
+  DLLM_REQUIRE_REFERENCE();
   const struct {
     std::string text;
     size_t offset;
@@ -96,6 +97,7 @@ TEST(Utf8, ReplacementByMaximalSubparts) {
 }
 
 TEST(Stream, MultiByteCharacterSplitAcrossTokens) {
+  DLLM_REQUIRE_REFERENCE();
   const Tokenizer& t = dream_tok();
   const std::string text = "\xF0\x9F\xA6\x99 llama \xE4\xB8\xAD";  // 🦙 llama 中
   const auto ids = t.encode(text, false);
@@ -116,6 +118,7 @@ TEST(Stream, MultiByteCharacterSplitAcrossTokens) {
 }
 
 TEST(Stream, InvalidBytesReplacedOnlyAtFlush) {
+  DLLM_REQUIRE_REFERENCE();
   StreamDecoder sd(dream_tok());
   EXPECT_EQ(sd.push_bytes("ab\xFF"), "ab");  // held back, not replaced mid-stream
   EXPECT_EQ(sd.push_bytes("cd"), "");
@@ -206,15 +209,18 @@ void property(const Tokenizer& t, uint32_t seed) {
 }
 
 TEST(Property, RandomUnicodeRoundTripDream) {
+  DLLM_REQUIRE_REFERENCE();
   property(dream_tok(), 1234);
 }
 TEST(Property, RandomUnicodeRoundTripLlada) {
+  DLLM_REQUIRE_REFERENCE();
   property(llada_tok(), 5678);
 }
 
 // Random byte soup through the stream: every chunk valid UTF-8, U+FFFD never mid-stream unless the
 // input bytes themselves spell it.
 TEST(Property, RandomBytesStream) {
+  DLLM_REQUIRE_REFERENCE();
   std::mt19937 rng(99);
   for (int iter = 0; iter < 500; ++iter) {
     StreamDecoder sd(dream_tok());
@@ -240,6 +246,7 @@ TEST(Property, RandomBytesStream) {
 // Arbitrary bytes (hostile prompt text): either a UsageError naming an offset or a faithful round trip;
 // never a crash. Run under -fsanitize=address,undefined as well (see docs/tokenizer.md).
 TEST(Property, RandomBytesEncode) {
+  DLLM_REQUIRE_REFERENCE();
   std::mt19937 rng(2024);
   int rejected = 0;
   for (int iter = 0; iter < 3000; ++iter) {

@@ -28,6 +28,7 @@ int32_t mask_from_logits_json(const std::string& arch) {
 }
 
 TEST(Vocab, LladaSpecialIds) {
+  DLLM_REQUIRE_REFERENCE();
   const Tokenizer& t = llada_tok();
   EXPECT_EQ(t.pre(), "bailingmoe");
   EXPECT_EQ(t.token_text(t.bos_id()), "<|startoftext|>");
@@ -46,6 +47,7 @@ TEST(Vocab, LladaSpecialIds) {
 // and FIM pad/repo/file_sep; the USER_DEFINED fim tokens and </s> become CONTROL; <tool_call> stays
 // USER_DEFINED (matched even without special parsing, printed by decode).
 TEST(Vocab, DreamSpecialIdsAndPromotion) {
+  DLLM_REQUIRE_REFERENCE();
   const Tokenizer& t = dream_tok();
   EXPECT_EQ(t.pre(), "qwen2");
   EXPECT_FALSE(t.add_bos());
@@ -73,6 +75,7 @@ TEST(Vocab, DreamSpecialIdsAndPromotion) {
 }
 
 TEST(Vocab, SampleableIds) {
+  DLLM_REQUIRE_REFERENCE();
   const Tokenizer& t = dream_tok();
   const int32_t pad = t.find_token("[PAD151700]");
   ASSERT_GE(pad, 0);
