@@ -25,9 +25,10 @@ struct RunResult {
 };
 
 /// A started `program` with `args` (argv[1..]); stdin is /dev/null. Extra environment entries ("K=V")
-/// are added to the current environment. stdout goes to the descriptor `stdout_fd` when it is >= 0
-/// (a pipe the test reads), else to the file `stdout_to` when given, else to a file wait() returns;
-/// stderr always to a file wait() returns.
+/// are added to the current environment, replacing a variable of the same name there (a later entry
+/// wins); an entry without '=' ("NAME") removes NAME. stdout goes to the descriptor `stdout_fd` when it is >=
+/// 0 (a pipe the test reads), else to the file `stdout_to` when given, else to a file wait() returns; stderr
+/// always to a file wait() returns.
 class Process {
  public:
   Process(const std::string& program, const std::vector<std::string>& args,
@@ -52,7 +53,11 @@ class Process {
     argv.push_back(nullptr);
     std::vector<std::string> env_s;
     for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
-    env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
+    for (const std::string& x : extra_env) {
+      const std::string key = x.substr(0, x.find('='));
+      std::erase_if(env_s, [&](const std::string& e) { return e.substr(0, e.find('=')) == key; });
+      if (x.find('=') != std::string::npos) env_s.push_back(x);
+    }
     std::vector<char*> envp;
     for (auto& e : env_s) envp.push_back(e.data());
     envp.push_back(nullptr);
