@@ -18,12 +18,23 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/escape.h"
 
 namespace dllm::gguf {
 
 namespace {
 
 constexpr uint64_t kDefaultAlignment = 32;
+// Limits a hostile file cannot exceed, each checked before anything of that size is allocated.
+// Real models are far inside them: ~300 tensors (an 8B dense model) to ~1,100 (DeepSeek-V3),
+// ~40 metadata keys, tensor names like "blk.31.ffn_down.weight". Key and tensor-name lengths are
+// the GGUF specification's (ggml/docs/gguf.md: keys "at most 2^16-1 bytes", tensor names "at most
+// 64 bytes"). The longest real string value is an embedded tokenizer.json (tens of MB).
+constexpr uint64_t kMaxTensors = uint64_t{1} << 16;
+constexpr uint64_t kMaxMetadataKeys = uint64_t{1} << 16;
+constexpr uint64_t kMaxKeyBytes = (uint64_t{1} << 16) - 1;
+constexpr uint64_t kMaxTensorNameBytes = 64;
+constexpr uint64_t kMaxStringBytes = uint64_t{1} << 28;
 // Nested arrays recurse; a hostile file could nest millions deep in a few MB.
 constexpr int kMaxArrayDepth = 16;
 // Each parsed array element becomes a Value (~100 bytes), so a byte-sized element in the file can
@@ -111,9 +122,13 @@ class Cursor {
     return v;
   }
 
-  std::string read_string(const std::string& what) {
+  /// A GGUF string; longer than `max` bytes is an error naming `what` and the limit.
+  std::string read_string(const std::string& what, uint64_t max) {
     const uint64_t at = pos_;
     const uint64_t n = read<uint64_t>(what + " length");
+    if (n > max && n <= left())
+      fail(what + " at byte offset " + std::to_string(at) + " is " + std::to_string(n) +
+           " bytes long, more than the limit of " + std::to_string(max) + " bytes");
     if (n > left())
       fail("truncated file: " + what + " at byte offset " + std::to_string(at) + " has length " +
            std::to_string(n) + " but only " + std::to_string(left()) + " bytes are left (file size " +
@@ -178,7 +193,7 @@ class Parser {
         break;
       }
       case ValueType::STRING:
-        v.s = c_.read_string(ctx);
+        v.s = c_.read_string(ctx, kMaxStringBytes);
         break;
       case ValueType::ARRAY:
         parse_array(v, ctx, depth);
@@ -286,8 +301,10 @@ struct GgufFile::Impl {
   std::vector<TensorInfo> tensors;
   std::unordered_map<std::string, size_t> tensor_index;
 
+  bool mapped = false;  ///< `map` is our mmap (open); false: the caller's bytes (from_memory)
+
   ~Impl() {
-    if (map) munmap(const_cast<uint8_t*>(map), size);
+    if (map && mapped) munmap(const_cast<uint8_t*>(map), size);
     if (fd >= 0) close(fd);
   }
 
@@ -304,6 +321,7 @@ struct GgufFile::Impl {
     void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) fail(std::string("cannot map file: ") + std::strerror(errno));
     map = static_cast<const uint8_t*>(p);
+    mapped = true;
   }
 
   void parse() {
@@ -333,16 +351,20 @@ struct GgufFile::Impl {
     if (n_kv > c.left() / 13)
       fail("truncated file: metadata key/value count " + std::to_string(n_kv) + " cannot fit in the " +
            std::to_string(c.left()) + " bytes after the header");
+    if (n_kv > kMaxMetadataKeys)
+      fail("metadata key/value count " + std::to_string(n_kv) + " is more than the limit of " +
+           std::to_string(kMaxMetadataKeys));
 
-    // Metadata.
+    // Metadata. Names from the file are escaped in messages (a newline or an ESC sequence in a key
+    // must not reach the terminal raw).
     kv.reserve(n_kv);
     for (uint64_t k = 0; k < n_kv; ++k) {
       const std::string n = "metadata key " + std::to_string(k);
       const uint64_t at = c.pos();
-      std::string key = c.read_string(n);
-      const std::string ctx = "metadata key '" + key + "'";
+      std::string key = c.read_string(n, kMaxKeyBytes);
+      const std::string ctx = "metadata key '" + escape_text(key) + "'";
       if (kv_index.count(key))
-        fail("duplicate metadata key '" + key + "' (key/value " + std::to_string(k) + " at byte offset " +
+        fail("duplicate " + ctx + " (key/value " + std::to_string(k) + " at byte offset " +
              std::to_string(at) + ")");
       const ValueType t = parser.read_type("type of " + ctx);
       Value v = parser.parse_value(t, "value of " + ctx, 0);
@@ -364,16 +386,19 @@ struct GgufFile::Impl {
       fail("truncated file: tensor count " + std::to_string(n_tensors) + " cannot fit in the " +
            std::to_string(c.left()) + " bytes after the metadata (byte offset " + std::to_string(c.pos()) +
            ")");
+    if (n_tensors > kMaxTensors)
+      fail("tensor count " + std::to_string(n_tensors) + " is more than the limit of " +
+           std::to_string(kMaxTensors));
     tensors.reserve(n_tensors);
     for (uint64_t k = 0; k < n_tensors; ++k) {
       TensorInfo t;
       const std::string n = "tensor info " + std::to_string(k);
       const uint64_t at = c.pos();
-      t.name = c.read_string(n + " name");
-      const std::string ctx = "tensor '" + t.name + "'";
+      t.name = c.read_string(n + " name", kMaxTensorNameBytes);
+      const std::string ctx = "tensor '" + escape_text(t.name) + "'";
       if (tensor_index.count(t.name))
-        fail("duplicate tensor name '" + t.name + "' (tensor info " + std::to_string(k) + " at byte offset " +
-             std::to_string(at) + ")");
+        fail("duplicate tensor name '" + escape_text(t.name) + "' (tensor info " + std::to_string(k) +
+             " at byte offset " + std::to_string(at) + ")");
       t.n_dims = c.read<uint32_t>(ctx + " n_dims");
       if (t.n_dims > 4) fail(ctx + " has n_dims " + std::to_string(t.n_dims) + ", at most 4 are supported");
       for (uint32_t d = 0; d < t.n_dims; ++d) {
@@ -422,7 +447,7 @@ struct GgufFile::Impl {
            std::to_string(size) + " bytes");
     const uint64_t data_size = size - data_offset;
     for (const TensorInfo& t : tensors) {
-      const std::string ctx = "tensor '" + t.name + "'";
+      const std::string ctx = "tensor '" + escape_text(t.name) + "'";
       if (t.offset % alignment != 0)
         fail(ctx + " data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
              std::to_string(alignment));
@@ -443,9 +468,9 @@ struct GgufFile::Impl {
       const TensorInfo* a = by_offset[k - 1];
       const TensorInfo* b = by_offset[k];
       if (a->offset + a->n_bytes > b->offset)
-        fail("tensors '" + a->name + "' and '" + b->name + "' overlap in the data section (offsets " +
-             std::to_string(a->offset) + "+" + std::to_string(a->n_bytes) + " and " +
-             std::to_string(b->offset) + ")");
+        fail("tensors '" + escape_text(a->name) + "' and '" + escape_text(b->name) +
+             "' overlap in the data section (offsets " + std::to_string(a->offset) + "+" +
+             std::to_string(a->n_bytes) + " and " + std::to_string(b->offset) + ")");
     }
   }
 
@@ -505,6 +530,16 @@ GgufFile GgufFile::open(const std::string& path) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->map_file();
+  impl->parse();
+  return GgufFile(std::move(impl));
+}
+
+GgufFile GgufFile::from_memory(const uint8_t* data, size_t size, const std::string& name) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = name;
+  if (size == 0) impl->fail("truncated file: the file is empty (0 bytes), expected a GGUF header");
+  impl->map = data;
+  impl->size = size;
   impl->parse();
   return GgufFile(std::move(impl));
 }
@@ -613,6 +648,7 @@ const uint8_t* GgufFile::tensor_data(const TensorInfo& t) const {
 }
 
 void GgufFile::release_pages(const TensorInfo& t) const {
+  if (!impl_->mapped) return;  // the caller's memory (from_memory): MADV_DONTNEED would zero it
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t begin = impl_->data_offset + t.offset;
   const uint64_t end = begin + t.n_bytes;

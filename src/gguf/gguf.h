@@ -40,10 +40,10 @@ const char* value_type_name(ValueType t);
 /// elements (nested arrays allowed), each element itself a Value.
 struct Value {
   ValueType type = ValueType::UINT8;
-  uint64_t u = 0;      ///< UINT8/16/32/64 and BOOL (0/1)
-  int64_t i = 0;       ///< INT8/16/32/64
-  double f = 0;        ///< FLOAT32/64
-  std::string s;       ///< STRING
+  uint64_t u = 0;                          ///< UINT8/16/32/64 and BOOL (0/1)
+  int64_t i = 0;                           ///< INT8/16/32/64
+  double f = 0;                            ///< FLOAT32/64
+  std::string s;                           ///< STRING
   ValueType elem_type = ValueType::UINT8;  ///< ARRAY only
   std::vector<Value> items;                ///< ARRAY only
 };
@@ -60,8 +60,8 @@ struct TensorInfo {
   uint32_t n_dims = 0;
   int64_t ne[4] = {1, 1, 1, 1};
   GgmlType type = GgmlType::F32;
-  uint64_t offset = 0;    ///< bytes from the start of the tensor data section
-  uint64_t n_bytes = 0;   ///< size of the data in bytes
+  uint64_t offset = 0;   ///< bytes from the start of the tensor data section
+  uint64_t n_bytes = 0;  ///< size of the data in bytes
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   /// Bytes of one row (ne[0] elements).
   uint64_t row_bytes() const;
@@ -75,6 +75,11 @@ class GgufFile {
   /// unknown ggml type, row size not a multiple of the block size, duplicate tensor names, bad
   /// alignment, tensor data past the end of the file.
   static GgufFile open(const std::string& path);
+  /// Parses and validates `size` bytes at `data` as open() does a file, without copying them: the
+  /// bytes must outlive the object. `name` stands for the path in messages and path(). For the
+  /// fuzzers and tests (the bytes can be an exactly sized heap buffer, so AddressSanitizer sees any
+  /// read past the end, which it cannot inside a file mapping). release_pages() does nothing here.
+  static GgufFile from_memory(const uint8_t* data, size_t size, const std::string& name);
 
   GgufFile(GgufFile&&) noexcept;
   GgufFile& operator=(GgufFile&&) noexcept;
@@ -82,9 +87,9 @@ class GgufFile {
 
   const std::string& path() const;
   uint32_t version() const;
-  uint64_t file_size() const;          ///< bytes
-  uint64_t alignment() const;          ///< general.alignment or 32
-  uint64_t data_offset() const;        ///< byte offset of the tensor data section in the file
+  uint64_t file_size() const;    ///< bytes
+  uint64_t alignment() const;    ///< general.alignment or 32
+  uint64_t data_offset() const;  ///< byte offset of the tensor data section in the file
 
   const std::vector<KeyValue>& metadata() const;
   /// nullptr when absent.

@@ -243,6 +243,22 @@ TEST(GgufReader, ReleasePagesKeepsDataReadable) {
   EXPECT_EQ(p[(1 << 20) - 1], static_cast<float>((1 << 20) - 1));
 }
 
+TEST(GgufReader, FromMemoryReadsTheSameAsFromAFile) {
+  const std::vector<uint8_t> bytes = every_type_file(3).b;
+  GgufFile f = GgufFile::from_memory(bytes.data(), bytes.size(), "in-memory");
+  EXPECT_EQ(f.path(), "in-memory");
+  check_every_type(f, 3);
+  EXPECT_EQ(f.tensor_data(f.tensors()[0]), bytes.data() + f.data_offset());  // not a copy
+  f.release_pages(f.tensors()[1]);  // a no-op on the caller's memory: the bytes stay
+  EXPECT_EQ(f.tensor_data(f.tensors()[1])[287], static_cast<uint8_t>(287 * 7 + 1));
+  try {
+    (void)GgufFile::from_memory(bytes.data(), 0, "in-memory");
+    ADD_FAILURE() << "empty input opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("in-memory: truncated file", 0), 0u) << e.what();
+  }
+}
+
 TEST(GgufReader, NoTensorsAndNoPadding) {
   // Vocab-only files have no tensors; the padding after the directory may be absent.
   Raw r;
@@ -643,6 +659,97 @@ TEST(GgufMalformed, EveryTruncationAndByteFlipIsAnError) {
   }
   EXPECT_GT(rejected, 0u);
   EXPECT_GT(opened, 0u);  // flips inside values are harmless
+}
+
+// ---- Limits a hostile file cannot exceed (docs/reliability.md) ----------------------------------
+
+TEST(GgufLimits, MetadataKeyCount) {
+  // 65537 keys would fit in the bytes that follow (13 bytes each at least) but pass the limit.
+  Raw r;
+  r.header(3, 0, 65537).fill(13 * 65537, 0);
+  EXPECT_ERROR_HAS(r.b, "metadata key/value count 65537 is more than the limit of 65536");
+}
+
+TEST(GgufLimits, TensorCount) {
+  Raw r;
+  r.header(3, 65537, 0).fill(24 * 65537, 0);
+  EXPECT_ERROR_HAS(r.b, "tensor count 65537 is more than the limit of 65536");
+}
+
+TEST(GgufLimits, KeyLength) {
+  Raw ok;
+  ok.header(3, 0, 1).kv_u32(std::string(65535, 'k'), 1);
+  TempDir dir;
+  write_bytes(dir / "ok.gguf", ok.b);
+  EXPECT_NO_THROW(GgufFile::open((dir / "ok.gguf").string()));
+  Raw r;
+  r.header(3, 0, 1).kv_u32(std::string(65536, 'k'), 1);
+  EXPECT_ERROR_HAS(r.b, "metadata key 0 at byte offset 24 is 65536 bytes long, more than the limit of 65535");
+}
+
+TEST(GgufLimits, TensorNameLength) {
+  TempDir dir;
+  Raw ok;
+  ok.header(3, 1, 0).tensor(std::string(64, 'n'), {8}, kF32, 0).pad(32).fill(32, 0);
+  write_bytes(dir / "ok.gguf", ok.b);
+  EXPECT_NO_THROW(GgufFile::open((dir / "ok.gguf").string()));
+  Raw r;
+  r.header(3, 1, 0).tensor(std::string(65, 'n'), {8}, kF32, 0).pad(32).fill(32, 0);
+  EXPECT_ERROR_HAS(r.b, "tensor info 0 name at byte offset 24 is 65 bytes long, more than the limit of 64");
+}
+
+TEST(GgufLimits, StringValueLength) {
+  // 2^28 + 1 bytes of string present in the buffer: refused before the copy, naming the key.
+  const uint64_t n = (uint64_t{1} << 28) + 1;
+  Raw r;
+  r.header(3, 0, 1).str("big.text").put<uint32_t>(STR).put<uint64_t>(n);
+  r.b.resize(r.b.size() + n, 'x');
+  try {
+    (void)GgufFile::from_memory(r.b.data(), r.b.size(), "m");
+    ADD_FAILURE() << "opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m: value of metadata key 'big.text' at byte offset 44 is 268435457 bytes long, more than the "
+              "limit of 268435456 bytes");
+  }
+}
+
+TEST(GgufLimits, ByteSizeOverflow) {
+  // 2^62 F64 elements: the element count fits in int64, the byte count (2^65) does not fit in 64 bits.
+  EXPECT_ERROR_HAS(one_tensor_file(28, {int64_t{1} << 31, int64_t{1} << 31}).b, "tensor 'w'",
+                   "whose byte size overflows 64 bits");
+}
+
+TEST(GgufLimits, AlignmentRange) {
+  Raw big;
+  big.header(3, 0, 1).kv_u32("general.alignment", 1u << 31);
+  EXPECT_ERROR_HAS(big.b, "general.alignment is 2147483648", "nonzero power of two");
+  Raw neg;
+  neg.header(3, 0, 1).str("general.alignment").put<uint32_t>(I32).put<int32_t>(-32);
+  EXPECT_ERROR_HAS(neg.b, "general.alignment is -32");
+}
+
+TEST(GgufLimits, TensorsTogetherLargerThanTheData) {
+  // Each tensor fits the 64 data bytes alone; together they need 96.
+  Raw r;
+  r.header(3, 3, 0).tensor("a", {8}, kF32, 0).tensor("b", {8}, kF32, 32).tensor("c", {8}, kF32, 64);
+  r.pad(32).fill(64, 0);
+  EXPECT_ERROR_HAS(r.b, "tensor 'c'", "runs past the end of the file");
+  Raw s;
+  s.header(3, 3, 0).tensor("a", {8}, kF32, 0).tensor("b", {8}, kF32, 32).tensor("c", {16}, kF32, 0);
+  s.pad(32).fill(64, 0);
+  EXPECT_ERROR_HAS(s.b, "overlap");
+}
+
+TEST(GgufMalformed, NamesInMessagesAreEscaped) {
+  // A newline and an ESC sequence in a key or tensor name must not reach the terminal raw: the
+  // message stays one line (open_error checks) and shows them escaped.
+  Raw key;
+  key.header(3, 0, 2).kv_u32("a\nb\x1b[2J", 1).kv_u32("a\nb\x1b[2J", 2);
+  EXPECT_ERROR_HAS(key.b, "duplicate metadata key 'a\\nb\\x1b[2J'");
+  Raw name;
+  name.header(3, 1, 0).tensor("w\r\xff", {8}, kF32, 4).pad(32).fill(64, 0);
+  EXPECT_ERROR_HAS(name.b, "tensor 'w\\r\\xff' data offset 4");
 }
 
 }  // namespace
