@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/escape.h"
 #include "base/temp_path.h"
 #include "cli/commands.h"
 #include "cli/util.h"
@@ -155,7 +156,9 @@ int run_cli(int argc, char** argv) {
 
 void print_error(const std::string& message) {
   std::fflush(stdout);
-  std::fprintf(stderr, "ERROR: %s\n", message.c_str());
+  // Messages quote names and values from files and servers: escaped, they stay one line and cannot
+  // send control sequences to the terminal.
+  std::fprintf(stderr, "ERROR: %s\n", escape_text(message).c_str());
 }
 
 }  // namespace

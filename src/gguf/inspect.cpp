@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <vector>
+
+#include "base/escape.h"
 
 namespace dllm::gguf {
 
@@ -12,43 +15,16 @@ namespace {
 constexpr size_t kMaxStringBytes = 64;  // longer strings are cut and show their byte count
 constexpr size_t kMaxArrayItems = 6;    // arrays show this many items
 
-/// Quoted, with ", \ and control bytes escaped; cut to at most `max` bytes at a UTF-8 boundary.
+/// Quoted, with ", \ , control bytes and invalid UTF-8 escaped (escape_text); cut to at most `max`
+/// bytes at a UTF-8 boundary.
 std::string quote(const std::string& s, size_t max) {
   size_t n = s.size();
   if (n > max) {
     n = max;
-    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // not inside a code point
+    // Not inside a code point: back up over at most 3 continuation bytes (more are invalid anyway).
+    for (int k = 0; k < 3 && n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80; ++k) --n;
   }
-  std::string out = "\"";
-  for (size_t k = 0; k < n; ++k) {
-    const unsigned char c = static_cast<unsigned char>(s[k]);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
+  std::string out = "\"" + escape_text(std::string_view(s).substr(0, n), true, '"') + "\"";
   if (n < s.size()) out += "... (" + std::to_string(s.size()) + " bytes)";
   return out;
 }
@@ -134,11 +110,18 @@ void print_inspect(const GgufFile& file, std::ostream& out) {
   out << "tensor data offset: " << file.data_offset() << "\n";
 
   out << "\nmetadata: " << file.metadata().size() << " keys\n";
+  // Keys and tensor names come from the file: escaped like string values (no raw control bytes or
+  // invalid UTF-8 on the terminal), backslashes doubled so the printed name reads back unambiguously.
+  std::vector<std::string> keys;
   size_t key_width = 0;
-  for (const KeyValue& kv : file.metadata()) key_width = std::max(key_width, kv.key.size());
   for (const KeyValue& kv : file.metadata()) {
+    keys.push_back(escape_text(kv.key, true));
+    key_width = std::max(key_width, keys.back().size());
+  }
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const KeyValue& kv = file.metadata()[k];
     const std::string t = type_string(kv.value);
-    out << "  " << kv.key << std::string(key_width - kv.key.size() + 2, ' ') << t
+    out << "  " << keys[k] << std::string(key_width - keys[k].size() + 2, ' ') << t
         << std::string(t.size() < 16 ? 16 - t.size() : 1, ' ') << format_value(kv.value) << "\n";
   }
 
@@ -170,8 +153,12 @@ void print_inspect(const GgufFile& file, std::ostream& out) {
   }
 
   out << "\ntensors: " << file.tensors().size() << " (shape in ggml order: ne0 = row length)\n";
+  std::vector<std::string> names;
   size_t name_width = 4;
-  for (const TensorInfo& t : file.tensors()) name_width = std::max(name_width, t.name.size());
+  for (const TensorInfo& t : file.tensors()) {
+    names.push_back(escape_text(t.name, true));
+    name_width = std::max(name_width, names.back().size());
+  }
   const std::vector<TensorInfo>& ts = file.tensors();
   for (size_t k = 0; k < ts.size(); ++k) {
     const TensorInfo& t = ts[k];
@@ -179,7 +166,7 @@ void print_inspect(const GgufFile& file, std::ostream& out) {
     std::snprintf(head, sizeof head, "  %5zu  ", k);
     const std::string tn = type_name(t.type);
     const std::string sh = shape(t);
-    out << head << t.name << std::string(name_width - t.name.size() + 2, ' ') << tn
+    out << head << names[k] << std::string(name_width - names[k].size() + 2, ' ') << tn
         << std::string(tn.size() < 8 ? 8 - tn.size() : 1, ' ') << sh
         << std::string(sh.size() < 20 ? 20 - sh.size() : 1, ' ') << t.n_bytes << " bytes at offset "
         << file.data_offset() + t.offset << "\n";

@@ -13,7 +13,9 @@ namespace dllm::gguf {
 ///   file, GGUF version, file size, alignment, tensor data offset;
 ///   every metadata key in file order: key, type (ARRAY[elem]) and value. Arrays show their count
 ///   and first few items; strings longer than 64 bytes are cut (at a UTF-8 boundary) and show
-///   their byte count; control characters are escaped.
+///   their byte count. Keys, string values and tensor names are printed through escape_text
+///   (base/escape.h): control bytes, C1 controls and invalid UTF-8 appear as \n, \x1b, \u009b, \xff,
+///   and a backslash as \\ (in values also '"' as \").
 ///   per ggml type: tensor count and bytes (sorted by type id), and the total;
 ///   every tensor in file order: index, name, type, shape in ggml order [ne0, ne1, ...] (ne0 is
 ///   the contiguous row length), bytes, absolute file offset.

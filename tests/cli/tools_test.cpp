@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/writer.h"
 #include "quant/quant.h"
 #include "run_binary.h"
 
@@ -37,6 +38,42 @@ TEST(Inspect, ListsMetadataTypesAndTensors) {
       EXPECT_NE(r.out.find(needle), std::string::npos) << arch << ": " << needle;
     }
   }
+}
+
+// Keys, values and tensor names come from the file: a newline, an ESC sequence (clear screen, set the
+// window title) or invalid UTF-8 in them is printed escaped, never raw, and each item stays one line.
+TEST(Inspect, EscapesControlBytesAndInvalidUtf8) {
+  TempDir dir;
+  const std::string path = (dir / "hostile.gguf").string();
+  gguf::GgufWriter w;
+  w.add_string("general.architecture", "llada");
+  w.add_u32("evil\nkey\x1b[2J", 1);
+  w.add_string("x.value", "bad \xff\xfe utf8 \xc3 and \x1b]0;title\x07 \xc2\x9b");
+  std::vector<float> f(8, 1.0f);
+  w.add_tensor("w\x1b[31m\r", gguf::GgmlType::F32, {8}, f.data(), f.size() * 4);
+  w.write(path);
+  const RunResult r = run_dllm({"inspect", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (unsigned char c : r.out) ASSERT_TRUE(c == '\n' || (c >= 0x20 && c != 0x7f)) << "raw byte " << int(c);
+  EXPECT_EQ(r.out.find("\xff"), std::string::npos);  // no raw invalid byte
+  EXPECT_NE(r.out.find("\n  evil\\nkey\\x1b[2J   "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"bad \\xff\\xfe utf8 \\xc3 and \\x1b]0;title\\x07 \\u009b\""), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("w\\x1b[31m\\r  F32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("metadata: 3 keys\n"), std::string::npos) << r.out;
+}
+
+// ERROR lines quote names from the file (here the architecture): escaped, so still one line.
+TEST(Inspect, ErrorLinesEscapeWhatTheyQuote) {
+  TempDir dir;
+  const std::string path = (dir / "arch.gguf").string();
+  gguf::GgufWriter w;
+  w.add_string("general.architecture", "evil\n\x1b[2Jarch");
+  w.write(path);
+  const RunResult r = run_dllm({"run", "--model", path, "--prompt", "Hi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("unsupported model architecture: evil\\n\\x1b[2Jarch"), std::string::npos) << r.err;
 }
 
 TEST(Tokenize, IdsEqualTheReferencePromptPart) {
