@@ -3,12 +3,19 @@
 
 namespace dllm::model {
 
-std::vector<LayerDesc> describe_layers(const ModelConfig& c) {
+LayerDesc describe_layer(const ModelConfig& c, int64_t /*il*/) {
   LayerDesc d;
   d.qkv_bias = c.has_qkv_bias;
   d.rope_mode = c.rope_mode;
   d.ffn = FfnKind::kDense;
-  return std::vector<LayerDesc>(static_cast<size_t>(c.n_layer), d);
+  return d;
+}
+
+std::vector<LayerDesc> describe_layers(const ModelConfig& c) {
+  std::vector<LayerDesc> layers;
+  layers.reserve(static_cast<size_t>(c.n_layer));
+  for (int64_t il = 0; il < c.n_layer; ++il) layers.push_back(describe_layer(c, il));
+  return layers;
 }
 
 }  // namespace dllm::model

@@ -37,4 +37,8 @@ struct LayerDesc {
 /// Dream q/k/v biases, kNeox RoPE, dense FFN (c.has_qkv_bias, c.rope_mode).
 std::vector<LayerDesc> describe_layers(const ModelConfig& c);
 
+/// Block `il` (0 <= il < c.n_layer) of describe_layers(c), without making the others: Model::load
+/// binds blocks one by one, before it knows the file really has c.n_layer of them.
+LayerDesc describe_layer(const ModelConfig& c, int64_t il);
+
 }  // namespace dllm::model

@@ -76,6 +76,15 @@ Model Model::load(const gguf::GgufFile& file) {
 
   m.token_embd_ = bind("token_embd.weight", {c.n_embd, c.n_vocab});
   require_decodable(*m.token_embd_);
+  // Every token id the tokenizer can produce must be a row of the embedding (and of the LM head,
+  // which has the same rows): a vocabulary longer than the tensors would read past them.
+  if (const gguf::Value* tokens = file.find("tokenizer.ggml.tokens");
+      tokens && tokens->type == gguf::ValueType::ARRAY &&
+      static_cast<int64_t>(tokens->items.size()) > m.token_embd_->ne[1]) {
+    throw Error("tokenizer.ggml.tokens has " + std::to_string(tokens->items.size()) +
+                " entries but token_embd.weight has only " + std::to_string(m.token_embd_->ne[1]) +
+                " rows (one per token id): the file is inconsistent");
+  }
   if (file.find_tensor("output.weight")) {
     m.output_ = bind("output.weight", {c.n_embd, c.n_vocab});
   } else {
@@ -83,11 +92,11 @@ Model Model::load(const gguf::GgufFile& file) {
   }
   m.output_norm_ = decode_vector(file, *bind("output_norm.weight", {c.n_embd}));
 
-  const std::vector<LayerDesc> descs = describe_layers(c);
-  m.layers_.resize(descs.size());
-  for (size_t i = 0; i < descs.size(); ++i) {
-    const LayerDesc& d = descs[i];
-    LayerWeights& l = m.layers_[i];
+  // {arch}.block_count comes from the file: grow the vector as the blocks are found, so a count
+  // far beyond the tensors present ends at the first missing one without allocating for all of them.
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    const LayerDesc d = describe_layer(c, i);
+    LayerWeights& l = m.layers_.emplace_back();
     const std::string p = "blk." + std::to_string(i) + ".";
     l.attn_norm = decode_vector(file, *bind(p + "attn_norm.weight", {c.n_embd}));
     l.attn_q = bind(p + "attn_q.weight", {c.n_embd, n_q});

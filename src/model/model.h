@@ -39,8 +39,10 @@ class Model {
   ///   "required tensor missing: <name>"
   ///   "tensor shape mismatch for <name>: [a, b], expected [c, d]"   (ggml ne order)
   ///   "unsupported GGUF tensor type: <type> (tensor <name>)"        (a type our decoders cannot read)
-  /// Matrix types without a matrix kernel (e.g. Q8_0) are accepted here and refused by the backend
-  /// (cpu::make_matrix) with "tensor <name> is <type>: matrix kernels exist for ...".
+  ///   "tokenizer.ggml.tokens has <n> entries but token_embd.weight has only <rows> rows ..."
+  /// (more rows than tokens is fine: Dream pads its embedding). Matrix types without a matrix kernel (e.g.
+  /// Q8_0) are accepted here and refused by the backend (cpu::make_matrix) with "tensor <name> is <type>:
+  /// matrix kernels exist for ...".
   static Model load(const gguf::GgufFile& file);
 
   const ModelConfig& config() const { return config_; }

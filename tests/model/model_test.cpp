@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "model/synthetic_model.h"
@@ -218,6 +219,35 @@ TEST(LoadErrors, HeadDimNotExact) {
         }
       },
       Error);
+}
+
+// Limits a hostile file cannot pass (docs/reliability.md).
+
+TEST(LoadLimits, BlockCountFarBeyondTheTensorsStopsAtTheFirstMissingBlock) {
+  // 2^40 blocks would be ~2^48 bytes of LayerWeights if allocated up front; the file has 2.
+  SyntheticSpec spec;
+  spec.omit_keys = {"llada.block_count"};
+  spec.extra_values = {{"llada.block_count", gguf::make_u64(uint64_t{1} << 40)}};
+  expect_load_error(spec, "required tensor missing: blk.2.attn_norm.weight");
+}
+
+TEST(LoadLimits, VocabularyLongerThanTheEmbeddingRows) {
+  SyntheticSpec spec;  // token_embd.weight [256, 97]
+  std::vector<gguf::Value> tokens;
+  for (int i = 0; i < 98; ++i) tokens.push_back(gguf::make_string("t" + std::to_string(i)));
+  spec.extra_values = {{"tokenizer.ggml.tokens", gguf::make_array(gguf::ValueType::STRING, tokens)}};
+  expect_load_error(spec,
+                    "tokenizer.ggml.tokens has 98 entries but token_embd.weight has only 97 rows (one per "
+                    "token id): the file is inconsistent");
+  // As many tokens as rows, or fewer (Dream pads its embedding), loads.
+  for (int n : {97, 60}) {
+    tokens.resize(n);
+    spec.extra_values = {{"tokenizer.ggml.tokens", gguf::make_array(gguf::ValueType::STRING, tokens)}};
+    test::TempDir dir;
+    test::write_synthetic_model(spec, (dir / "m.gguf").string());
+    const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+    EXPECT_NO_THROW((void)Model::load(file)) << n << " tokens";
+  }
 }
 
 }  // namespace

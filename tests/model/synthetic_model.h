@@ -40,6 +40,7 @@ struct SyntheticSpec {
   std::set<std::string> omit_keys, omit_tensors;
   std::map<std::string, std::vector<int64_t>> shape_override;  ///< ne to write instead
   std::map<std::string, gguf::GgmlType> type_override;  ///< type to write (random bytes unless decodable)
+  std::map<std::string, gguf::Value> extra_values;      ///< written after the standard keys
 };
 
 /// Every tensor's values as a reader decodes them (row-major, ne[0] contiguous) and its type.
@@ -192,6 +193,7 @@ inline SyntheticModel write_synthetic_model(const SyntheticSpec& spec, const std
     w.add_f32(a + "attention.layer_norm_rms_epsilon", spec.rms_eps);
   w.add_bool(a + "attention.causal", false);
   if (spec.shift_logits) w.add_bool("diffusion.shift_logits", *spec.shift_logits);
+  for (const auto& [k, v] : spec.extra_values) w.add_value(k, v);
 
   const bool biases = spec.biases.value_or(spec.arch == "dream");
   const int64_t hd = spec.n_embd / spec.n_head;
