@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <queue>
 #include <string>
@@ -268,9 +269,11 @@ Tokenizer Tokenizer::from_vocab(const VocabSpec& spec) {
         k += st.len;
       }
       v.decoded[i] = std::move(out);
-    } else if ((a & kAttrByte) && t.size() == 6 && t.compare(0, 3, "<0x") == 0) {
+    } else if ((a & kAttrByte) && t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+               std::isxdigit(static_cast<unsigned char>(t[3])) &&
+               std::isxdigit(static_cast<unsigned char>(t[4]))) {
       v.decoded[i] = std::string(1, static_cast<char>(std::stoi(t.substr(3, 2), nullptr, 16)));
-    }  // UNUSED / UNDEFINED: nothing
+    }  // UNUSED / UNDEFINED, and a BYTE token whose text is not <0xNN>: nothing
   }
 
   v.pre.emplace(pre_type);

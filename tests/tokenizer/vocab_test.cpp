@@ -163,5 +163,17 @@ TEST(VocabErrors, UnsupportedModelAndPre) {
   EXPECT_THROW(Tokenizer::from_vocab(s), Error);
 }
 
+// A BYTE-type token decodes to its byte only when its text is <0xNN>; any other text (a hostile or
+// broken vocabulary) decodes to nothing instead of escaping std::stoi's std::invalid_argument.
+TEST(VocabErrors, ByteTokenWithoutHexDigits) {
+  VocabSpec s = byte_vocab({"<0x41>", "<0xZZ>", "<0x-1>", "<0x4G>"}, {});
+  s.token_types.assign(s.tokens.size(), static_cast<int32_t>(tokenizer::TokenType::NORMAL));
+  for (size_t i = 256; i < s.tokens.size(); ++i)
+    s.token_types[i] = static_cast<int32_t>(tokenizer::TokenType::BYTE);
+  const Tokenizer t = Tokenizer::from_vocab(s);
+  EXPECT_EQ(t.decode(std::vector<int32_t>{256}), "A");
+  for (int32_t id : {257, 258, 259}) EXPECT_EQ(t.decode(std::vector<int32_t>{id}), "") << t.token_text(id);
+}
+
 }  // namespace
 }  // namespace dllm::test
