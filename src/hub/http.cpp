@@ -59,7 +59,10 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
       t->reply->write_failed = true;
       return 0;  // makes libcurl stop with CURLE_WRITE_ERROR
     }
-  } else if (t->reply->body.size() < (t->req->sink ? kMaxErrorBody : SIZE_MAX)) {
+  } else if (!t->req->sink && ok_status && t->reply->body.size() + len > t->req->max_body_bytes) {
+    t->reply->body_too_large = true;
+    return 0;  // CURLE_WRITE_ERROR: a listing cannot be this large, stop before it fills the memory
+  } else if (t->reply->body.size() < (t->req->sink || !ok_status ? kMaxErrorBody : SIZE_MAX)) {
     t->reply->body.append(data, len);
   }
   t->reply->body_bytes += len;

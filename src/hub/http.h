@@ -3,6 +3,7 @@
 // body sink for downloads, connect and stall timeouts. Internal to src/hub.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,6 +26,8 @@ struct HttpRequest {
   /// Receives the body of a 2xx final response (status and headers of that response given);
   /// return false to abort (reported as write_failed). Empty: the body goes to HttpReply::body.
   std::function<bool(long status, const Headers& headers, const char* data, size_t n)> sink;
+  /// Without a sink: a 2xx body longer than this stops the transfer (HttpReply::body_too_large).
+  size_t max_body_bytes = SIZE_MAX;
 };
 
 struct HttpReply {
@@ -36,6 +39,8 @@ struct HttpReply {
   uint64_t body_bytes = 0;    ///< bytes of the final body received (sink or not)
   bool write_failed = false;  ///< the sink returned false
   std::string host;           ///< host[:port] of the last hop, for messages
+  /// The body passed HttpRequest::max_body_bytes; the transfer was stopped there.
+  bool body_too_large = false;
 
   /// Header of the first hop that has it ("" when none).
   std::string header(const std::string& lower_name) const;

@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -20,6 +19,7 @@
 #include "base/error.h"
 #include "hub/cache.h"
 #include "hub/http.h"
+#include "hub/model_info.h"
 #include "hub/progress.h"
 #include "hub/sha256.h"
 
@@ -176,39 +176,23 @@ HttpRequest base_request(const HubOptions& o, const std::string& url) {
   return req;
 }
 
-struct Sibling {
-  std::string name;
-  uint64_t size_bytes = 0;
-  std::string sha256;  // empty for files not stored in LFS
-};
-
-struct RepoInfo {
-  std::string commit;
-  std::vector<Sibling> siblings;
-};
-
 // GET /api/models/{repo}/revision/{revision}?blobs=true (huggingface_hub hf_api.model_info).
 RepoInfo fetch_info(const ModelRef& ref, const HubOptions& o) {
   std::string url = o.endpoint + "/api/models/" + url_path_escape(ref.repo) + "/revision/" +
                     url_path_escape(o.revision) + "?blobs=true";
   What w{ref.repo, "", o.revision, ref.spec, ""};
-  HttpReply r = http_get(base_request(o, url));
+  HttpRequest req = base_request(o, url);
+  req.max_body_bytes = kMaxModelInfoBytes;
+  HttpReply r = http_get(req);
+  if (r.body_too_large) {
+    throw Error("unexpected answer from " + url + " (more than " + std::to_string(kMaxModelInfoBytes >> 20) +
+                " MiB): is HF_ENDPOINT (now " + o.endpoint + ") a Hugging Face hub?");
+  }
   check_reply(r, o, w);
   RepoInfo info;
   try {
-    nlohmann::json j = nlohmann::json::parse(r.body);
-    info.commit = j.value("sha", "");
-    for (const auto& s : j.at("siblings")) {
-      Sibling sib;
-      sib.name = s.at("rfilename").get<std::string>();
-      sib.size_bytes = s.value("size", uint64_t(0));
-      if (s.contains("lfs") && s["lfs"].is_object()) {
-        sib.sha256 = lower(s["lfs"].value("sha256", ""));
-        sib.size_bytes = s["lfs"].value("size", sib.size_bytes);
-      }
-      info.siblings.push_back(std::move(sib));
-    }
-  } catch (const std::exception& e) {
+    info = parse_model_info(r.body);
+  } catch (const Error& e) {
     throw Error("unexpected answer from " + url + " (" + e.what() + "): is HF_ENDPOINT (now " + o.endpoint +
                 ") a Hugging Face hub?");
   }
@@ -227,20 +211,7 @@ std::string resolve_url(const HubOptions& o, const RepoFile& f) {
 
 // The remote file `ref` names: model info, choose_gguf, and the sha256/size the hub publishes.
 RepoFile remote_file(const ModelRef& ref, const HubOptions& o) {
-  RepoInfo info = fetch_info(ref, o);
-  std::vector<std::string> names;
-  for (const auto& s : info.siblings) names.push_back(s.name);
-  std::string chosen = choose_gguf(ref.repo, names, ref.quant);
-  RepoFile f;
-  f.repo = ref.repo;
-  f.filename = chosen;
-  f.commit = info.commit;
-  for (const auto& s : info.siblings) {
-    if (s.name == chosen) {
-      f.sha256 = s.sha256;
-      f.size_bytes = s.size_bytes;
-    }
-  }
+  RepoFile f = pick_file(ref.repo, ref.quant, fetch_info(ref, o));
   if (!is_sha256_hex(f.sha256) || f.size_bytes == 0) {
     // Model info without LFS data (an older mirror): ask the resolve endpoint, as huggingface_hub's
     // get_hf_file_metadata does, without following the redirect.
@@ -259,15 +230,7 @@ RepoFile remote_file(const ModelRef& ref, const HubOptions& o) {
     if (f.size_bytes == 0 && !size.empty()) f.size_bytes = std::strtoull(size.c_str(), nullptr, 10);
   }
   // Names from the hub become paths in the cache: refuse anything that could leave it.
-  bool bad_name =
-      f.filename.empty() || f.filename.front() == '/' || f.filename.find('\\') != std::string::npos;
-  for (const auto& part : fs::path(f.filename)) bad_name = bad_name || part == ".." || part == ".";
-  bool bad_commit = f.commit.empty() || f.commit.find_first_of("/\\") != std::string::npos ||
-                    f.commit == "." || f.commit == "..";
-  if (bad_name || bad_commit) {
-    throw Error("the hub at " + o.endpoint + " gave an unusable file name '" + f.filename + "' or commit '" +
-                f.commit + "' for " + f.repo + ": check HF_ENDPOINT");
-  }
+  check_cache_names(f, o.endpoint);
   if (!is_sha256_hex(f.sha256)) {
     throw Error(
         "the hub publishes no sha256 for " + f.repo + "/" + f.filename +

@@ -29,7 +29,9 @@ runs): a JSON list of rules; the first rule that matches a request applies.
    "cut_after": N          -> announce the full Content-Length, send N body bytes, drop the connection
    "corrupt_at": OFFSET    -> flip the bits of the byte at OFFSET of the file
    "stall_s": S, "stall_after": N  -> cdn: send the headers and N body bytes (default 0), then sleep
-                                      S seconds; api/resolve: sleep S seconds before answering}
+                                      S seconds; api/resolve: sleep S seconds before answering
+   "body": TEXT, "body_repeat": N  -> api: answer 200 with TEXT (repeated N times, default 1) as the
+                                      model-info body (a hostile or broken server)}
 Every request is appended to --log FILE as one JSON line: method, path, range, authorization.
 The port (--port 0 = any free port) is written to --ready-file once the server listens.
 """
@@ -210,7 +212,25 @@ class Handler(BaseHTTPRequestHandler):
         return repo
 
     def model_info(self, repo_id, revision, query, head):
-        if self.apply_status_fault(self.hub.fault_for("api", repo_id), head):
+        fault = self.hub.fault_for("api", repo_id)
+        if self.apply_status_fault(fault, head):
+            return
+        if fault and "body" in fault:
+            piece = fault["body"].encode("utf-8", "surrogateescape")
+            n = fault.get("body_repeat", 1)
+            # One answer per connection: a client that stops reading a huge body resets it.
+            self.close_connection = True
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(piece) * n))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if not head:
+                try:
+                    for _ in range(n):
+                        self.wfile.write(piece)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading: expected for huge bodies
             return
         repo = self.repo_or_error(repo_id, revision, head)
         if repo is None:

@@ -441,6 +441,31 @@ TEST_F(Hub, FileNamesThatLeaveTheCacheAreRefused) {
   EXPECT_FALSE(fs::exists(dir_ / "escape-Q4_K_M.gguf"));
 }
 
+TEST_F(Hub, BrokenOrHostileModelInfoIsAClearError) {
+  hub_.set_faults(json::array({{{"where", "api"}, {"body", "<html>not json"}}}));
+  EXPECT_THAT(error_of([&] { dllm::hub::lookup_remote("org/tiny", opts()); }),
+              HasSubstr("unexpected answer from " + hub_.endpoint() +
+                        "/api/models/org/tiny/revision/main?blobs=true"
+                        " (not JSON): is HF_ENDPOINT"));
+  // 65 MiB of listing: the client stops reading at 64 MiB instead of holding it all.
+  hub_.set_faults(
+      json::array({{{"where", "api"}, {"body", std::string(1 << 20, ' ')}, {"body_repeat", 65}}}));
+  EXPECT_THAT(error_of([&] { dllm::hub::lookup_remote("org/tiny", opts()); }),
+              HasSubstr("(more than 64 MiB): is HF_ENDPOINT"));
+  // A name with a terminal escape and a way out of the cache: refused, and shown escaped.
+  hub_.set_faults(json::array(
+      {{{"where", "api"},
+        {"body",
+         json({{"sha", "a"},
+               {"siblings", json::array({{{"rfilename", "../\x1b[2J/x-Q4_K_M.gguf"},
+                                          {"size", 10},
+                                          {"lfs", {{"sha256", std::string(64, 'a')}, {"size", 10}}}}})}})
+             .dump()}}}));
+  const std::string msg = error_of([&] { dllm::hub::lookup_remote("org/tiny", opts()); });
+  EXPECT_THAT(msg, HasSubstr("unusable file name '../\\x1b[2J/x-Q4_K_M.gguf'"));
+  EXPECT_EQ(msg.find('\x1b'), std::string::npos);
+}
+
 TEST_F(Hub, LookupRemoteAndListCache) {
   auto f = dllm::hub::lookup_remote("org/tiny", opts());
   EXPECT_EQ(f.filename, "tiny-Q4_K_M.gguf");
