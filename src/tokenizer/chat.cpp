@@ -172,6 +172,17 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const ChatOptions& opts
   check_utf8(opts.prompt, "prompt");
   if (opts.system) check_utf8(*opts.system, "system prompt");
   const std::vector<Segment> segs = render_segments(tok, opts);
+  // The user's text was checked above, so invalid UTF-8 found while encoding comes from the model
+  // file (the template's default system prompt, the BOS token's text): an error of the file (exit 1),
+  // not a usage error.
+  const auto encode = [&](const std::string& text, bool special) {
+    try {
+      return tok.encode(text, special);
+    } catch (const UsageError& e) {
+      throw Error(std::string("the chat template of this model file is not valid UTF-8 (the rendered ") +
+                  e.what() + "): run with --no-chat, or give a system prompt with --system");
+    }
+  };
   std::vector<int32_t> ids;
   if (tok.add_bos()) {
     if (tok.bos_id() < 0)
@@ -182,7 +193,7 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const ChatOptions& opts
     // Exactly what llama.cpp does: tokenize the whole rendered text with special tokens parsed.
     std::string text;
     for (const Segment& s : segs) text += s.text;
-    const auto t = tok.encode(text, true);
+    const auto t = encode(text, true);
     ids.insert(ids.end(), t.begin(), t.end());
     return drop_second_bos(tok, std::move(ids));
   }
@@ -191,7 +202,7 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const ChatOptions& opts
   std::string run;
   const auto flush = [&] {
     if (run.empty()) return;
-    const auto t = tok.encode(run, false);
+    const auto t = encode(run, false);
     ids.insert(ids.end(), t.begin(), t.end());
     run.clear();
   };

@@ -52,7 +52,8 @@ std::string render_chat(const Tokenizer& tok, const ChatOptions& opts);
 /// when add_bos() is true (also when a --no-chat prompt starts with the BOS text), none added otherwise. With
 /// parse_special the whole rendered text is tokenized at once (identical to llama.cpp); without it, the
 /// template markers are inserted as ids and the text between them is tokenized with parse_special = false.
-/// Throws dllm::UsageError for a prompt or system text that is not valid UTF-8 (byte offset named).
+/// Throws dllm::UsageError for a prompt or system text that is not valid UTF-8 (byte offset named), and
+/// dllm::Error (exit 1) when text from the file (the template's default system prompt) is not.
 std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const ChatOptions& opts);
 
 /// A sequence longer than the model context -> dllm::UsageError

@@ -8,6 +8,7 @@
 
 #include "tok_fixture.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/utf8.h"
 
 namespace dllm::test {
 namespace {
@@ -161,6 +162,38 @@ TEST(Chat, ContextCheckNamesBothLengths) {
     EXPECT_NE(m.find("5000"), std::string::npos) << m;
     EXPECT_NE(m.find("4096"), std::string::npos) << m;
     EXPECT_EQ(e.exit_code(), 2);
+  }
+}
+
+// Invalid UTF-8 in the template's own text (here its default system prompt) is a problem of the file:
+// dllm::Error with exit code 1 naming the template, not the usage error a typed prompt gets.
+TEST(Chat, InvalidUtf8InTheTemplateIsAFileError) {
+  tokenizer::VocabSpec s;
+  s.pre = "qwen2";
+  const auto& bu = tokenizer::byte_unicode_map();
+  for (int b = 0; b < 256; ++b) s.tokens.push_back(bu.byte_to_utf8[b]);
+  s.tokens.push_back("<|im_start|>");
+  s.tokens.push_back("<|im_end|>");
+  s.token_types.assign(256, static_cast<int32_t>(tokenizer::TokenType::NORMAL));
+  s.token_types.resize(258, static_cast<int32_t>(tokenizer::TokenType::CONTROL));
+  s.chat_template = "{{- '<|im_start|>system\\nYou are \xff\xfe.<|im_end|>\\n' }}";
+  const Tokenizer t = Tokenizer::from_vocab(s);
+  ASSERT_EQ(tokenizer::chatml_default_system(t.chat_template()), "You are \xff\xfe.");
+  for (bool special : {true, false}) {
+    ChatOptions o;
+    o.prompt = "Hi";
+    o.parse_special = special;
+    try {
+      (void)tokenizer::prompt_tokens(t, o);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), kExitFailure) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the chat template of this model file is not valid UTF-8"),
+                std::string::npos)
+          << e.what();
+    }
+    o.system = "Be brief.";  // a system prompt given replaces the template's: no error
+    EXPECT_NO_THROW((void)tokenizer::prompt_tokens(t, o));
   }
 }
 
