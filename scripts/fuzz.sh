@@ -57,6 +57,11 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 LIBFUZZER_FLAGS=(-rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 -print_final_stats=1)
 
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+# The code fuzzed is the checkout as it is now (later commits during a long run do not count).
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [ -n "$(git status --porcelain --untracked-files=no -- src fuzz ':!fuzz/corpus' CMakeLists.txt 2>/dev/null)" ]; then
+  commit="$commit-dirty"
+fi
 report="$BUILD/fuzz-report-$stamp.jsonl"
 : >"$report"
 failed=0
@@ -132,9 +137,9 @@ done
 if [ "$results" -eq 1 ]; then
   mkdir -p bench/results
   out="bench/results/fuzz-$stamp.json"
-  python3 - "$report" "$out" "$seconds" <<'EOF'
+  python3 - "$report" "$out" "$seconds" "$commit" <<'EOF'
 import json, os, platform, subprocess, sys
-report, out, seconds = sys.argv[1:]
+report, out, seconds, commit = sys.argv[1:]
 def sh(*cmd):
     try:
         return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
@@ -146,13 +151,11 @@ for line in open("/proc/cpuinfo"):
         model = line.split(":", 1)[1].strip()
     if line.startswith("flags") and not flags:
         flags = line.split(":", 1)[1].split()
-rev = sh("git", "rev-parse", "--short", "HEAD")
-dirty = sh("git", "status", "--porcelain", "--untracked-files=no", "--", "src", "fuzz", "CMakeLists.txt")
 harnesses = [json.loads(l) for l in open(report) if l.strip()]
 doc = {
     "kind": "fuzz",
     "date_utc": os.path.basename(out)[5:-5],
-    "commit": rev + ("-dirty" if dirty else ""),
+    "commit": commit,
     "machine": {"cpu": model, "logical_cpus": os.cpu_count(), "cpu_flags": flags, "kernel": platform.release(),
                 "loadavg": open("/proc/loadavg").read().split()[:3], "nice": os.nice(0)},
     "compiler": sh("clang++", "--version").splitlines()[0] if sh("clang++", "--version") else "",
