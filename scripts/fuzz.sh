@@ -14,7 +14,8 @@
 #   SECONDS      new-input time per harness (default 60)
 #   --harness    run only these (default: every fuzz/*_fuzz.cpp)
 #   --minimize   afterwards, replace fuzz/corpus/<harness>/ by the minimised union of it and the
-#                inputs found (libFuzzer -merge=1); crash-* reproducers are always kept
+#                inputs found (libFuzzer -merge=1 -use_counters=0: the same edges, fewest inputs);
+#                crash-* reproducers are always kept
 #   --no-results do not write the results file
 # Run long sessions politely on a shared machine: nice -n 19 scripts/fuzz.sh 900 --harness gguf_fuzz
 set -euo pipefail
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     --harness) harnesses+=("$2"); shift 2 ;;
     --minimize) minimize=1; shift ;;
     --no-results) results=0; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *[!0-9]*|'') echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     *) seconds="$1"; shift ;;
   esac
@@ -127,7 +128,10 @@ EOF
   if [ "$minimize" -eq 1 ] && [ "$replay_rc" -eq 0 ] && [ "$run_rc" -eq 0 ]; then
     merged="$BUILD/fuzz-merge/$h"
     rm -rf "$merged"; mkdir -p "$merged"
-    "$BUILD/bin/$h" -merge=1 "${LIBFUZZER_FLAGS[@]}" "$merged" "$corpus" "$work" >"$log.merge" 2>&1
+    # -use_counters=0: keep an input for a new edge, not for a new hit count of a known edge (that
+    # keeps every edge with a few hundred inputs instead of thousands).
+    "$BUILD/bin/$h" -merge=1 -use_counters=0 "${LIBFUZZER_FLAGS[@]}" "$merged" "$corpus" "$work" \
+      >"$log.merge" 2>&1
     find "$corpus" -maxdepth 1 -type f ! -name 'crash-*' -delete
     cp "$merged"/* "$corpus"/
     say "$h: corpus minimised to $(ls "$corpus" | wc -l) inputs ($(du -sk "$corpus" | cut -f1) KiB)"
