@@ -491,9 +491,22 @@ std::string StreamDecoder::push(int32_t id) {
 
 std::string StreamDecoder::push_bytes(std::string_view bytes) {
   pending_.append(bytes);
-  const size_t ok = valid_utf8_prefix(pending_);
-  std::string out = pending_.substr(0, ok);
-  pending_.erase(0, ok);
+  std::string out;
+  size_t i = 0;
+  while (i < pending_.size()) {
+    const Utf8Step st = utf8_step(pending_, i);
+    // Only a valid prefix that reaches the end may still become a character: it waits (at most 3
+    // bytes). Anything else is final now: a character, or a maximal subpart that no later byte can
+    // complete, written as U+FFFD at once so the stream goes on.
+    if (st.status == Utf8Step::kTruncated) break;
+    if (st.status == Utf8Step::kOk) {
+      out.append(pending_, i, static_cast<size_t>(st.len));
+    } else {
+      out += "\xEF\xBF\xBD";
+    }
+    i += static_cast<size_t>(st.len);
+  }
+  pending_.erase(0, i);
   return out;
 }
 

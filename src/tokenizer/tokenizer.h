@@ -141,10 +141,13 @@ class Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Turns a stream of token ids into printable UTF-8: push() returns only complete, valid characters
-/// (never half a multi-byte character); bytes that are incomplete or invalid are held back. flush()
-/// returns what is held, with each invalid sequence replaced by U+FFFD (one per maximal invalid
-/// subpart, as Python's errors="replace"). Control tokens print nothing, as in Tokenizer::decode().
+/// Turns a stream of token ids into printable UTF-8: push() returns complete, valid characters (never
+/// half a multi-byte character) and one U+FFFD for each maximal subpart of an invalid sequence as soon
+/// as the next byte shows it cannot become a character (Unicode 15 ch. 3 "U+FFFD Substitution of
+/// Maximal Subparts", Table 3-8; the WHATWG Encoding Standard's UTF-8 decoder and Python's
+/// errors="replace" give the same). Only a valid prefix at the end (at most 3 bytes) is held back, so
+/// the concatenated output equals utf8_replace_invalid() of all bytes however they were split.
+/// flush() returns the held prefix as U+FFFD. Control tokens print nothing, as in Tokenizer::decode().
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok) : tok_(&tok) {}

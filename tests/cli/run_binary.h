@@ -28,13 +28,15 @@ struct RunResult {
 /// are added to the current environment, replacing a variable of the same name there (a later entry
 /// wins); an entry without '=' ("NAME") removes NAME. stdout goes to the descriptor `stdout_fd` when it is >=
 /// 0 (a pipe the test reads), else to the file `stdout_to` when given, else to a file wait() returns; stderr
-/// always to a file wait() returns.
+/// to a file wait() returns, or with `merge_stderr` where stdout goes (RunResult::err stays empty), so the
+/// order of the two streams' writes is kept.
 class Process {
  public:
   Process(const std::string& program, const std::vector<std::string>& args,
           const std::vector<std::string>& extra_env = {}, const std::string& stdout_to = "",
-          int stdout_fd = -1)
+          int stdout_fd = -1, bool merge_stderr = false)
       : capture_out_(stdout_to.empty() && stdout_fd < 0),
+        merge_stderr_(merge_stderr),
         out_path_(stdout_to.empty() ? (dir_ / "stdout").string() : stdout_to),
         err_path_((dir_ / "stderr").string()) {
     posix_spawn_file_actions_t actions;
@@ -45,7 +47,11 @@ class Process {
     } else {
       posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     }
-    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (merge_stderr) {
+      posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    } else {
+      posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
     std::vector<std::string> argv_s = {program};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -96,7 +102,7 @@ class Process {
     pid_ = -1;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const auto out = capture_out_ ? read_file(out_path_) : std::vector<char>{};
-    const auto err = read_file(err_path_);
+    const auto err = merge_stderr_ ? std::vector<char>{} : read_file(err_path_);
     r.out.assign(out.begin(), out.end());
     r.err.assign(err.begin(), err.end());
     return r;
@@ -105,6 +111,7 @@ class Process {
  private:
   TempDir dir_;
   bool capture_out_;
+  bool merge_stderr_;
   std::string out_path_, err_path_;
   pid_t pid_ = -1;
   bool ended_ = false;  ///< reaped by running()
@@ -115,8 +122,8 @@ class Process {
 /// Runs `program` to its end (see Process); RunResult::out stays empty when stdout went to `stdout_to`.
 inline RunResult run_program(const std::string& program, const std::vector<std::string>& args,
                              const std::vector<std::string>& extra_env = {},
-                             const std::string& stdout_to = "") {
-  return Process(program, args, extra_env, stdout_to).wait();
+                             const std::string& stdout_to = "", bool merge_stderr = false) {
+  return Process(program, args, extra_env, stdout_to, -1, merge_stderr).wait();
 }
 
 /// Runs build/bin/dllm.

@@ -117,17 +117,28 @@ TEST(Stream, MultiByteCharacterSplitAcrossTokens) {
   EXPECT_EQ(bytes.push_bytes("\x99!"), "\xF0\x9F\xA6\x99!");
 }
 
-TEST(Stream, InvalidBytesReplacedOnlyAtFlush) {
+// A sequence that can no longer become a character is replaced at once and streaming goes on; only a
+// tail that may still become a character waits. Table 3-8's bytes pushed one at a time give, chunk by
+// chunk, the replacement of the whole string (each U+FFFD as soon as its maximal subpart is known).
+TEST(Stream, InvalidBytesReplacedAtOnce) {
   DLLM_REQUIRE_REFERENCE();
+  const std::string r = "\xEF\xBF\xBD";
   StreamDecoder sd(dream_tok());
-  EXPECT_EQ(sd.push_bytes("ab\xFF"), "ab");  // held back, not replaced mid-stream
-  EXPECT_EQ(sd.push_bytes("cd"), "");
-  EXPECT_EQ(sd.flush(),
-            "\xEF\xBF\xBD"
-            "cd");
+  EXPECT_EQ(sd.push_bytes("ab\xFF"), "ab" + r);  // 0xFF never starts a character
+  EXPECT_EQ(sd.push_bytes("cd"), "cd");
   EXPECT_EQ(sd.flush(), "");
-  EXPECT_EQ(sd.push_bytes("\xE4\xB8"), "");  // truncated at the end of the stream
-  EXPECT_EQ(sd.flush(), "\xEF\xBF\xBD");
+  EXPECT_EQ(sd.push_bytes("\xE4\xB8"), "");  // a valid prefix: may still become a character
+  EXPECT_EQ(sd.push_bytes("a"), r + "a");    // it did not: one U+FFFD for the two bytes
+  EXPECT_EQ(sd.push_bytes("\xE4\xB8"), "");
+  EXPECT_EQ(sd.flush(), r);  // truncated at the end of the stream
+
+  const std::string in = "\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64";
+  // After each byte: what Table 3-8's decoding of the bytes so far has made final.
+  const std::vector<std::string> want = {"a", "", "", "", r, "", r, r + "b", r, "c", r, r, "d"};
+  StreamDecoder bytes(dream_tok());
+  for (size_t i = 0; i < in.size(); ++i)
+    EXPECT_EQ(bytes.push_bytes(in.substr(i, 1)), want[i]) << "byte " << i;
+  EXPECT_EQ(bytes.flush(), "");
 }
 
 std::string random_text(std::mt19937& rng) {
@@ -217,8 +228,8 @@ TEST(Property, RandomUnicodeRoundTripLlada) {
   property(llada_tok(), 5678);
 }
 
-// Random byte soup through the stream: every chunk valid UTF-8, U+FFFD never mid-stream unless the
-// input bytes themselves spell it.
+// Random byte soup through the stream: every chunk valid UTF-8, the concatenation equal to the whole
+// string's replacement, and nothing but a possibly incomplete tail held back.
 TEST(Property, RandomBytesStream) {
   DLLM_REQUIRE_REFERENCE();
   std::mt19937 rng(99);
@@ -239,7 +250,9 @@ TEST(Property, RandomBytesStream) {
     if (rfc3629_valid(all)) {
       ASSERT_EQ(streamed + tail, all);
     }
-    ASSERT_EQ(all.substr(0, streamed.size()), streamed);  // mid-stream output is the input, unreplaced
+    // However the bytes are split, the stream says what the whole string's replacement says.
+    ASSERT_EQ(streamed + tail, tokenizer::utf8_replace_invalid(all));
+    ASSERT_LE(tail.size(), 3u) << "only an incomplete character's prefix (at most 3 bytes) may wait";
   }
 }
 
