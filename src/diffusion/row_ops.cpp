@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "diffusion/row_sums.h"
 
@@ -61,111 +62,167 @@ RowChoice llada_row(std::span<const float> logits, std::span<const uint8_t> allo
   return out;
 }
 
+namespace {
+
+/// Per-thread scratch of a Dream row (the sampler calls from OpenMP threads, one row at a time).
+struct DreamScratch {
+  std::vector<uint16_t> bucket;                  ///< per id: its histogram bucket, kNoBucket when out
+  std::vector<double> mass;                      ///< per bucket: the sum of e^(v - m), in id order
+  std::vector<uint32_t> count;                   ///< per bucket: how many ids
+  std::vector<std::pair<double, int32_t>> cand;  ///< (v, id) of the bucket being ordered
+  std::vector<int32_t> ids;                      ///< the ids of that bucket
+};
+
+DreamScratch& dream_scratch() {
+  thread_local DreamScratch s;
+  return s;
+}
+
+double scaled(float logit, double temperature) {
+  return temperature > 0.0 ? static_cast<double>(logit) / temperature : static_cast<double>(logit);
+}
+
+/// (v, id) of the ids in bucket b, in top_p's order: descending v, the lower id first on ties.
+void bucket_in_order(int b, std::span<const float> logits, double temperature, const DreamPasses& passes,
+                     DreamScratch& s) {
+  s.ids.resize(s.count[b]);
+  const size_t k = passes.find_bucket(s.bucket.data(), logits.size(), static_cast<uint16_t>(b), s.ids.data());
+  s.cand.resize(k);
+  for (size_t j = 0; j < k; ++j) s.cand[j] = {scaled(logits[s.ids[j]], temperature), s.ids[j]};
+  std::sort(s.cand.begin(), s.cand.end(), [](const auto& a, const auto& c) {
+    return a.first > c.first || (a.first == c.first && a.second < c.second);
+  });
+}
+
+/// top_p_logits on e = e^(v - m) with sum z: keeps the ids of the top c + 1 in descending v, c the
+/// largest count whose mass stays <= top_p * z (all ids when every prefix does). Returns the last
+/// bucket kept (kDreamBuckets - 1: all); within it the ids past the cut are dropped here, the later
+/// buckets by DreamPasses::keep_through. count[] of the returned bucket becomes the ids kept in it.
+int top_p_cut(double top_p, double z, std::span<const float> logits, double temperature,
+              std::vector<double>& e, const DreamPasses& passes, DreamScratch& s) {
+  const double target = top_p * z;
+  double acc = 0.0;
+  int b = 0;
+  for (; b < kDreamBuckets; ++b) {
+    if (acc + s.mass[b] > target) break;
+    acc += s.mass[b];
+  }
+  // Buckets before b are kept whole. Walk b (and, should rounding of the bucket sums say so, the
+  // next ones) in order until the mass passes the target: that id is the last kept.
+  for (; b < kDreamBuckets; ++b) {
+    if (s.count[b] == 0) continue;
+    bucket_in_order(b, logits, temperature, passes, s);
+    size_t kept = 0;
+    bool crossed = false;
+    while (kept < s.cand.size() && !crossed) {
+      const double x = e[s.cand[kept].second];
+      crossed = acc + x > target;
+      acc += x;
+      ++kept;
+    }
+    if (!crossed) continue;
+    for (size_t j = kept; j < s.cand.size(); ++j) {
+      e[s.cand[j].second] = 0.0;
+      s.bucket[s.cand[j].second] = kNoBucket;
+    }
+    s.count[b] = static_cast<uint32_t>(kept);
+    return b;
+  }
+  return kDreamBuckets - 1;
+}
+
+/// top_k_logits on the ids in buckets <= cut: drops those whose v is below the k-th largest v among
+/// them (ties kept). Returns the new last bucket kept; within it the ids below are dropped here.
+int top_k_cut(int64_t top_k, int cut, std::span<const float> logits, double temperature,
+              std::vector<double>& e, const DreamPasses& passes, DreamScratch& s) {
+  uint64_t total = 0;
+  for (int b = 0; b <= cut; ++b) total += s.count[b];
+  if (static_cast<uint64_t>(top_k) >= total) return cut;  // the k-th largest is -inf or below: no-op
+  const uint64_t k = static_cast<uint64_t>(top_k);
+  uint64_t before = 0;
+  int b = 0;
+  while (before + s.count[b] < k) before += s.count[b++];
+  bucket_in_order(b, logits, temperature, passes, s);
+  const double kth = s.cand[static_cast<size_t>(k - before - 1)].first;
+  for (const auto& [v, id] : s.cand) {
+    if (v < kth) {
+      e[id] = 0.0;
+      s.bucket[id] = kNoBucket;
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
 void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
-                 double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order) {
+                 double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order,
+                 const DreamPasses& passes) {
+  (void)order;
   const size_t n = logits.size();
   probs.resize(n);
-  size_t n_allowed = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (allowed[i]) {
-      probs[i] = temperature > 0.0 ? static_cast<double>(logits[i]) / temperature : logits[i];
-      ++n_allowed;
-    } else {
-      probs[i] = kNegInf;
-    }
+  // The row maximum of v = l / T is (max l) / T: IEEE division is monotonic, so the largest
+  // quotient is the quotient of the largest logit (NaN logits are skipped, as std::max skips them).
+  const double m = scaled(max_allowed(logits.data(), allowed.data(), n), temperature);
+  const bool filter = top_p < 1.0 || top_k > 0;
+  DreamScratch& s = dream_scratch();
+  if (filter) {
+    s.bucket.resize(n);
+    s.mass.assign(kDreamBuckets, 0.0);
+    s.count.assign(kDreamBuckets, 0);
   }
-  // top_p_logits: in the descending order, id j (j >= 1) is dropped when the cumulative softmax of
-  // the ids before it exceeds top_p. So the kept ids are the top `keep`, keep = the smallest count
-  // whose mass exceeds top_p (all ids when none does). Found by quickselect on the count (O(n)
-  // expected) instead of a full sort: a flat row at top_p .95 would otherwise sort the vocabulary.
-  // Per-thread scratch (the sampler calls this from OpenMP threads): e^(v - max) per id, computed
-  // once and reused by the final softmax (the row maximum survives both filters).
-  thread_local std::vector<double> ex;
-  bool have_ex = false;
-  double m = kNegInf;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, probs[i]);
-  if (top_p < 1.0 && n_allowed > 0) {
-    ex.resize(n);
-    double z = 0.0;
-    for (size_t i = 0; i < n; ++i) z += (ex[i] = probs[i] == kNegInf ? 0.0 : std::exp(probs[i] - m));
-    have_ex = true;
-    order.clear();
-    for (size_t i = 0; i < n; ++i)
-      if (allowed[i]) order.push_back(static_cast<int32_t>(i));
-    // Descending value, lower id first on ties: a strict total order, so the kept set is unique.
-    auto by_value = [&](int32_t a, int32_t b) {
-      return probs[a] > probs[b] || (probs[a] == probs[b] && a < b);
-    };
-    // Invariant: order[0, lo) are the top lo ids with mass `base` <= top_p; the top hi ids have mass
-    // > top_p, or hi is the whole row.
-    size_t lo = 0, hi = order.size();
-    double base = 0.0;
-    while (hi - lo > 1) {
-      const size_t mid = lo + (hi - lo) / 2;
-      std::nth_element(order.begin() + lo, order.begin() + mid, order.begin() + hi, by_value);
-      double mass = 0.0;
-      for (size_t j = lo; j < mid; ++j) mass += ex[order[j]] / z;
-      if (base + mass > top_p) {
-        hi = mid;
-      } else {
-        base += mass;
-        lo = mid;
-      }
-    }
-    // order[0, hi) are the top hi ids: they stay.
-    for (size_t j = hi; j < order.size(); ++j) probs[order[j]] = kNegInf;
-  }
-  // top_k_logits: drop logits strictly below the k-th largest (over the whole row, as torch.topk).
-  if (top_k > 0) {
-    const size_t k = std::min<size_t>(static_cast<size_t>(top_k), n);
-    thread_local std::vector<double> tmp;
-    tmp.assign(probs.begin(), probs.end());
-    std::nth_element(tmp.begin(), tmp.begin() + (k - 1), tmp.end(), std::greater<double>());
-    const double kth = tmp[k - 1];
-    for (size_t i = 0; i < n; ++i)
-      if (probs[i] < kth) probs[i] = kNegInf;
-  }
-  // softmax (the maximum m is never filtered out, so e^(v - m) is unchanged by the filters)
-  double z = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    const double e = probs[i] == kNegInf ? 0.0 : have_ex ? ex[i] : std::exp(probs[i] - m);
-    probs[i] = e;
-    z += e;
-  }
-  if (z > 0.0)
-    for (size_t i = 0; i < n; ++i) probs[i] /= z;
+  const double z = passes.exp_shifted(logits.data(), allowed.data(), n, temperature, m, probs.data(),
+                                      filter ? s.bucket.data() : nullptr, s.mass.data(), s.count.data());
+  // A row without a finite allowed logit has z = 0 (or NaN): nothing to filter or normalize.
+  const bool usable = z > 0.0 && std::isfinite(z);
+  int cut = kDreamBuckets - 1;
+  if (usable && top_p < 1.0) cut = top_p_cut(top_p, z, logits, temperature, probs, passes, s);
+  if (usable && top_k > 0) cut = top_k_cut(top_k, cut, logits, temperature, probs, passes, s);
+  // softmax over what is left: e^(v - m) / sum (the maximum is never dropped, so the shift is the
+  // same before and after the filters).
+  const double zk = filter ? passes.keep_through(probs.data(), s.bucket.data(), n, cut) : z;
+  if (zk > 0.0) passes.divide(probs.data(), n, zk);
+}
+
+void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
+                 double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order) {
+  dream_probs(logits, allowed, temperature, top_p, top_k, probs, order, dream_passes());
 }
 
 RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
                     double top_p, int64_t top_k, DreamConfidence kind, Rng* categorical,
-                    std::vector<double>& probs, std::vector<int32_t>& order) {
-  dream_probs(logits, allowed, temperature, top_p, top_k, probs, order);
+                    std::vector<double>& probs, std::vector<int32_t>& order, const DreamPasses& passes) {
+  dream_probs(logits, allowed, temperature, top_p, top_k, probs, order, passes);
   const size_t n = probs.size();
   RowChoice out;
   if (temperature > 0.0) {
-    // Categorical(probs).sample(): inverse CDF; ids with probability 0 are never chosen.
+    // Categorical(probs).sample(): inverse CDF; ids with probability 0 are never chosen. Adding a 0
+    // leaves acc unchanged, so the first id where acc passes u (acc starts at 0 < u) has probability
+    // > 0 without a test on every id (a filtered row has zeros at random places).
     const double u = categorical->uniform_open();
     double acc = 0.0;
-    int32_t last_nonzero = -1;
     for (size_t i = 0; i < n; ++i) {
-      if (probs[i] <= 0.0) continue;
-      last_nonzero = static_cast<int32_t>(i);
       acc += probs[i];
       if (acc > u) {
         out.token = static_cast<int32_t>(i);
         break;
       }
     }
-    if (out.token < 0) out.token = last_nonzero;  // u above the rounded total
+    // u above the rounded total: the last id with probability > 0 (or NaN).
+    for (size_t i = n; i-- > 0 && out.token < 0;)
+      if (!(probs[i] <= 0.0)) out.token = static_cast<int32_t>(i);
   } else {
     double best = -1.0;
     for (size_t i = 0; i < n; ++i)
-      if (probs[i] > best) {
+      if (allowed[i] && probs[i] > best) {
         best = probs[i];
         out.token = static_cast<int32_t>(i);
       }
   }
-  if (out.token < 0) return out;
+  // Every probability 0 (a row without a finite allowed logit, a broken model): the first allowed id.
+  for (size_t i = 0; i < n && out.token < 0; ++i)
+    if (allowed[i]) out.token = static_cast<int32_t>(i);
+  if (out.token < 0) return out;  // no allowed id: check_params rules this out
   switch (kind) {
     case DreamConfidence::kProb:
       out.confidence = probs[out.token];
@@ -183,14 +240,18 @@ RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allo
       out.confidence = top1 - top2;
       break;
     }
-    case DreamConfidence::kNegEntropy: {
-      double s = 0.0;
-      for (size_t i = 0; i < n; ++i) s += probs[i] * std::log(probs[i] + 1e-10);
-      out.confidence = s;
+    case DreamConfidence::kNegEntropy:
+      out.confidence = passes.neg_entropy(probs.data(), n);
       break;
-    }
   }
   return out;
+}
+
+RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
+                    double top_p, int64_t top_k, DreamConfidence kind, Rng* categorical,
+                    std::vector<double>& probs, std::vector<int32_t>& order) {
+  return dream_row(logits, allowed, temperature, top_p, top_k, kind, categorical, probs, order,
+                   dream_passes());
 }
 
 }  // namespace dllm::diffusion

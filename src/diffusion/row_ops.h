@@ -2,7 +2,8 @@
 // a step would commit there and its confidence. Internal to src/diffusion (tests use it directly).
 // All arithmetic is f64 (the references use f64 for LLaDA's Gumbel noise and softmax and the model
 // dtype for Dream; f64 is the closest to the exact formula). One call is serial: the sampler threads
-// over rows, so a row's result never depends on the thread count.
+// over rows, so a row's result never depends on the thread count. Dream rows keep per-thread scratch
+// (thread_local: a histogram and a bucket per id) between calls.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "base/isa.h"
+#include "diffusion/dream_passes.h"
 #include "diffusion/rng.h"
 
 namespace dllm::diffusion {
@@ -45,13 +47,29 @@ enum class DreamConfidence {
 /// the first is always kept), then top_k_logits (if top_k > 0: drop ids whose logit is below the
 /// k-th largest; ties kept), then softmax. Writes probs (size n_vocab; dropped ids get 0).
 /// Ties in the top_p order go to the lower id. `order` is scratch.
+///
+/// How (one row, serial): the row maximum, then one fused pass (DreamPasses::exp_shifted) computes
+/// e^(v - m), their sum and, when a filter is on, a histogram of v below m with each bucket's mass and
+/// count. The top_p cut is the first bucket where the running mass passes top_p x sum; only that
+/// bucket's ids are sorted (partial selection), the ones before it are kept and the ones after it
+/// dropped without sorting. top_k finds its k-th largest the same way, by counts. The result equals
+/// the sort-and-cumsum definition except where a cumulative mass lies within rounding (1e-16
+/// relative) of top_p x sum, where the summation order decides.
 void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
                  double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order);
+/// The same with the given passes (tests force each implementation; the overload above uses
+/// dream_passes(), the best this CPU runs).
+void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
+                 double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order,
+                 const DreamPasses& passes);
 
 /// Dream sample_tokens: the distribution of dream_probs, then x0 ~ Categorical(probs) when T > 0
 /// (inverse CDF with one uniform from `categorical`) else argmax (lowest id on ties); confidence as `kind`.
 RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
                     double top_p, int64_t top_k, DreamConfidence kind, Rng* categorical,
                     std::vector<double>& probs, std::vector<int32_t>& order);
+RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
+                    double top_p, int64_t top_k, DreamConfidence kind, Rng* categorical,
+                    std::vector<double>& probs, std::vector<int32_t>& order, const DreamPasses& passes);
 
 }  // namespace dllm::diffusion

@@ -1,0 +1,60 @@
+// The full-vocabulary passes of one Dream row (row_ops.cpp dream_probs / dream_row): exp of the
+// shifted logits with their sum and a histogram for the top-p / top-k cut, a sum, a division, and the
+// entropy sum. A row is n_vocab (152,064 for Dream) f32 logits and a step makes one per masked
+// position, so these loops are the sampler's time. Two implementations with one contract: portable
+// (std::exp / std::log, sums in id order: the arithmetic of the formula as written) and AVX2 (4 f64
+// lanes, polynomial exp and log within 4 ulp of std::exp / std::log, sums in 4 lanes). Internal to
+// src/diffusion; tests call each one directly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dllm::diffusion {
+
+/// The histogram of a row: bucket b holds the allowed ids whose v lies in (m - (b+1)/64, m - b/64]
+/// (v = logit / T, m = the row's largest v), the last bucket everything further down (and NaN).
+/// Larger v never lands in a later bucket, so buckets walked in order visit the ids in descending
+/// order of v, bucket by bucket. 64 per unit over 64 units below m: an id 64 below the maximum has
+/// e^-64 (1.6e-28) of its mass, so the last bucket only matters for a top_p within 1e-22 of 1.
+inline constexpr int kDreamBuckets = 4096;
+inline constexpr double kDreamBucketsPerUnit = 64.0;
+inline constexpr uint16_t kNoBucket = 0xFFFF;  ///< a disallowed id (or one a filter dropped)
+
+struct DreamPasses {
+  const char* name;  ///< "portable" or "avx2"
+  /// For i < n: e[i] = exp(v_i - m) for allowed ids (0 when v_i is -inf), 0 for the others, where
+  /// v_i = logits[i] / T in f64 when T > 0, else logits[i], and m >= every allowed v_i (the row's
+  /// maximum). Returns the sum of e. When bucket is not null, also bucket[i] (kNoBucket for
+  /// disallowed ids) and, added in id order, bucket_mass[b] += e[i] and bucket_count[b] += 1 (both
+  /// arrays of kDreamBuckets, zeroed by the caller).
+  double (*exp_shifted)(const float* logits, const uint8_t* allowed, size_t n, double temperature, double m,
+                        double* e, uint16_t* bucket, double* bucket_mass, uint32_t* bucket_count);
+  /// The filters' cut: for i < n, ids with bucket[i] > cut get e[i] = 0 and bucket[i] = kNoBucket
+  /// (disallowed ids already have both). Returns the sum of e afterwards (in id order in the
+  /// portable one). cut = kDreamBuckets - 1 keeps every allowed id.
+  double (*keep_through)(double* e, uint16_t* bucket, size_t n, int cut);
+  /// Writes the ids i < n with bucket[i] == b to ids, increasing; returns how many (ids must have
+  /// room for bucket_count[b] of them).
+  size_t (*find_bucket)(const uint16_t* bucket, size_t n, uint16_t b, int32_t* ids);
+  /// x[i] /= z for i < n (IEEE division: the same bits in both implementations).
+  void (*divide)(double* x, size_t n, double z);
+  /// Sum over p[i] != 0 of p[i] * log(p[i] + 1e-10) (Dream's entropy confidence; p in [0, 1]).
+  double (*neg_entropy)(const double* p, size_t n);
+};
+
+/// std::exp / std::log, every sum in id order: the arithmetic the sampler had before the passes were
+/// fused, bit for bit.
+const DreamPasses& dream_passes_portable();
+/// 4 f64 lanes (dream_passes_avx2.cpp). Call only where cpu_has_avx2_fma().
+const DreamPasses& dream_passes_avx2();
+bool cpu_has_avx2_fma();
+/// AVX2 where the CPU has AVX2 and FMA, else portable; chosen once per process.
+const DreamPasses& dream_passes();
+
+/// The AVX2 elementary functions, for tests: y[i] = exp(x[i]) for x[i] in [-708, 0] (0 below -708
+/// and for NaN), y[i] = log(x[i]) for positive normal x[i]. Call only where cpu_has_avx2_fma().
+void exp_avx2(const double* x, double* y, size_t n);
+void log_avx2(const double* x, double* y, size_t n);
+
+}  // namespace dllm::diffusion
