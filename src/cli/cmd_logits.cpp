@@ -48,7 +48,7 @@ int run_logits(const LogitsOptions& o) {
   if (o.rows.empty()) {
     for (int64_t i = 0; i < n; ++i) rows.push_back(static_cast<int32_t>(i));
   } else {
-    rows = parse_ids(o.rows, "--rows");
+    rows = parse_ids(o.rows, "--rows", "position");
     for (int32_t r : rows) {
       if (r < 0 || r >= n) {
         throw UsageError("--rows: position " + std::to_string(r) + " is outside the " + std::to_string(n) +

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/prompt.h"
 #include "cli/run_options.h"
 
 namespace dllm::cli {
@@ -13,15 +14,13 @@ Command add_run_command(CLI::App& root) {
   CLI::App* sub =
       root.add_subcommand("run", "Generate an answer to a prompt with a LLaDA or Dream GGUF model");
   add_model_flags(*sub, o->model);
-  CLI::Option* prompt =
-      sub->add_option("-p,--prompt", o->prompt, "The prompt (or give it as the first word)");
-  CLI::Option* prompt_pos = sub->add_option("PROMPT", o->prompt, "The prompt, when --prompt is not given");
-  prompt->excludes(prompt_pos);
+  add_prompt_flags(*sub, *o);
   sub->add_option("-n,--max-tokens", o->max_tokens,
                   "Tokens to generate: masks in the canvas after the prompt")
       ->check(whole_number(1))
       ->capture_default_str();
-  sub->add_option("-s,--steps", o->steps, "Denoising steps (default: --max-tokens, one token per step)")
+  sub->add_option("-s,--steps", o->steps,
+                  "Denoising steps (default: --max-tokens, one token per step; not used with --threshold)")
       ->check(whole_number(1));
   sub->add_option("--block-length", o->block_length,
                   "LLaDA: canvas blocks filled left to right; must divide --max-tokens")
@@ -31,7 +30,8 @@ Command add_run_command(CLI::App& root) {
       ->check(real_number(0, kInf))
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Random seed: the same seed gives the same text")
-      ->check(whole_number(0))
+      ->type_name("INT")
+      ->check(whole_number_u64())
       ->capture_default_str();
   add_compute_flags(*sub, o->compute);
   sub->add_option("--remasking", o->remasking, "LLaDA: which masked tokens a step commits")
@@ -60,19 +60,17 @@ Command add_run_command(CLI::App& root) {
          "Fast-dLLM KV cache (CPU): prefix or dual reuse other positions' K/V within a block (approximate)")
       ->check(CLI::IsMember({"none", "prefix", "dual"}))
       ->capture_default_str();
-  CLI::Option* system = sub->add_option("--system", o->system, "System message for the chat template");
   sub->add_flag("--no-chat", o->no_chat, "Feed the prompt as raw text, without the chat template");
   sub->add_flag("--no-special", o->no_special, "Treat control-token text in the prompt as plain text");
   sub->add_flag("--no-early-stop", o->no_early_stop, "Run every step even when the answer is already final");
   sub->add_flag("--json", o->json, "Print one JSON object (text, token ids, steps, timings, peak RSS)");
   sub->add_flag("-v,--verbose", o->verbose, "Print model, timings per step and peak memory to stderr");
   sub->add_option("--trace", o->trace, "Write one JSON line per step (committed positions, timings) to FILE");
-  return {sub, [o, sub, prompt, prompt_pos, system]() {
+  return {sub, [o, sub]() {
             for (const CLI::Option* opt : sub->get_options()) {
               if (opt->count() > 0) o->given.insert(opt->get_name());
             }
-            o->prompt_given = prompt->count() > 0 || prompt_pos->count() > 0;
-            o->system_given = system->count() > 0;
+            note_prompt_flags(*sub, *o);
             return run_generate(*o);
           }};
 }

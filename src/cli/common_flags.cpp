@@ -19,17 +19,38 @@ bool whole_in(const std::string& v, int64_t min, int64_t max) {
   return ec == std::errc() && p == v.data() + v.size() && x >= min && x <= max;
 }
 
+// v is written as a whole number ("-"? digits), whatever its size.
+bool looks_whole(const std::string& v) {
+  const size_t start = !v.empty() && v[0] == '-' ? 1 : 0;
+  return v.size() > start && v.find_first_not_of("0123456789", start) == std::string::npos;
+}
+
 }  // namespace
 
 CLI::Validator whole_number(int64_t min) {
   return CLI::Validator(
       [min](std::string& v) -> std::string {
-        if (!whole_in(v, min, std::numeric_limits<int64_t>::max())) {
-          return "must be a whole number >= " + std::to_string(min) + ", got '" + v + "'";
+        if (whole_in(v, min, std::numeric_limits<int64_t>::max())) return "";
+        // A whole number outside what int64 holds: say the range rather than "a whole number".
+        if (looks_whole(v) && v[0] != '-') {
+          return "must be a whole number from " + std::to_string(min) + " to " +
+                 std::to_string(std::numeric_limits<int64_t>::max()) + ", got '" + v + "'";
         }
-        return "";
+        return "must be a whole number >= " + std::to_string(min) + ", got '" + v + "'";
       },
       "INT>=" + std::to_string(min));
+}
+
+CLI::Validator whole_number_u64() {
+  const std::string max = std::to_string(std::numeric_limits<uint64_t>::max());
+  return CLI::Validator(
+      [max](std::string& v) -> std::string {
+        uint64_t x = 0;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (ec == std::errc() && p == v.data() + v.size()) return "";
+        return "must be a whole number from 0 to " + max + " (2^64 - 1), got '" + v + "'";
+      },
+      "INT in [0, " + max + "]");
 }
 
 CLI::Validator real_number(double min, double max, bool min_exclusive) {

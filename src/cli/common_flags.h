@@ -25,6 +25,8 @@ void add_model_flags(CLI::App& sub, ModelFlags& f);
 /// Validators with messages that name the rule, e.g. "must be a whole number >= 1, got 'abc'"
 /// (CLI11 prefixes the flag name). `min_exclusive` makes the lower bound strict: (min, max].
 CLI::Validator whole_number(int64_t min);
+/// A whole number in [0, 2^64 - 1] (a uint64 such as --seed), the range named in the message.
+CLI::Validator whole_number_u64();
 CLI::Validator real_number(double min, double max, bool min_exclusive = false);
 void add_compute_flags(CLI::App& sub, ComputeFlags& f);
 

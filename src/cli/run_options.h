@@ -14,9 +14,11 @@ namespace dllm::cli {
 struct RunOptions {
   ModelFlags model;
   ComputeFlags compute;
-  std::string prompt;         ///< --prompt/-p or the first positional word
+  std::string prompt;         ///< --prompt/-p or the first positional word; "-" reads standard input
   bool prompt_given = false;  ///< an empty --prompt "" counts as given
-  std::string system;         ///< --system: system message (Dream's default when empty)
+  std::string prompt_file;    ///< --prompt-file FILE: the prompt is the file's text ("-": standard input)
+  bool prompt_file_given = false;
+  std::string system;  ///< --system: system message (Dream's default when empty)
   bool system_given = false;
   bool no_chat = false;       ///< --no-chat: feed the raw prompt (still with BOS when the model adds it)
   bool no_special = false;    ///< --no-special: control-token text in the prompt stays plain text

@@ -20,6 +20,7 @@
 #include "cli/run_options.h"
 #include "cli/run_report.h"
 #include "cli/util.h"
+#include "cli/vocab_checks.h"
 #include "cpu/forward.h"
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
@@ -29,6 +30,10 @@
 namespace dllm::cli {
 
 namespace {
+
+/// A canvas longer than this gets a note before the first step (steps of several seconds even on the
+/// tiny models; a 24k-token prompt ran minutes per step).
+constexpr int64_t kLongCanvas = 4096;
 
 void warn(RunReport& report, const std::string& message) {
   std::fprintf(stderr, "warning: %s\n", message.c_str());
@@ -40,6 +45,17 @@ void warn(RunReport& report, const std::string& message) {
 diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelConfig& cfg,
                                         const tokenizer::Tokenizer& tok, int64_t n_vocab, RunReport& report) {
   diffusion::SamplerParams p;
+  // Errors and warnings of the sampler name the flags the user typed.
+  p.names.max_tokens = "--max-tokens";
+  p.names.steps = "--steps";
+  p.names.block_length = "--block-length";
+  p.names.temperature = "--temperature";
+  p.names.threshold = "--threshold";
+  p.names.cfg_scale = "--cfg-scale";
+  p.names.cache = "--cache";
+  p.names.top_p = "--top-p";
+  p.names.top_k = "--top-k";
+  p.names.alg_temp = "--alg-temp";
   p.max_tokens = o.max_tokens;
   p.steps = o.was_given("--steps") ? o.steps : o.max_tokens;
   p.temperature = o.temperature;
@@ -82,6 +98,21 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
     if (o.was_given("--block-length") && !o.threshold) {
       warn(report, "--block-length applies to LLaDA models (or Dream with --threshold); ignored");
     }
+    // Dream's threshold loop ranks by p(x0) (Fast-dLLM's confidence_threshold alg) and has no
+    // timestep schedule.
+    for (const char* flag : {"--alg", "--alg-temp"}) {
+      if (o.threshold && o.was_given(flag)) {
+        warn(report, std::string(flag) +
+                         " is not used with --threshold: threshold decoding ranks positions by p(x0) and "
+                         "commits every one above the threshold");
+      }
+    }
+  }
+  if (o.threshold && o.was_given("--steps")) {
+    warn(
+        report,
+        "--steps is not used with --threshold: threshold decoding runs until every block is full, committing "
+        "at least one token per step (up to --max-tokens steps)");
   }
   return p;
 }
@@ -163,17 +194,26 @@ std::string effective_steps_note(const diffusion::SamplerParams& p, bool steps_g
          (n_empty == 1 ? "that step is" : "those steps are") + " skipped";
 }
 
-std::string describe_sampler(const diffusion::SamplerParams& p) {
+/// What the sampler runs, one line (the --json "sampler" field and --verbose): only the parameters the
+/// chosen loop uses. Threshold decoding has no step count and Dream's threshold loop no alg, alg_temp
+/// or eps, so those are not named there.
+std::string describe_sampler(const diffusion::SamplerParams& p, int64_t canvas_after_prompt) {
   std::string s;
+  const std::string threshold =
+      p.threshold ? "threshold " + fmt(*p.threshold) + " (steps until every block is full)" : "";
   if (p.schedule == diffusion::Schedule::kLlada) {
-    s = "llada: steps " + std::to_string(p.steps) + ", block " + std::to_string(p.block_length) +
-        ", remasking " + diffusion::remasking_name(p.remasking) + ", temperature " + fmt(p.temperature);
+    s = "llada: " + (p.threshold ? threshold : "steps " + std::to_string(p.steps)) + ", block " +
+        std::to_string(p.block_length) + ", remasking " + diffusion::remasking_name(p.remasking) +
+        ", temperature " + fmt(p.temperature);
+  } else if (p.threshold) {
+    const int64_t block = p.block_length > 0 ? p.block_length : canvas_after_prompt;
+    s = "dream: " + threshold + ", block " + std::to_string(block) + ", confidence p(x0), temperature " +
+        fmt(p.temperature) + ", top_p " + fmt(p.top_p) + ", top_k " + std::to_string(p.top_k);
   } else {
     s = "dream: steps " + std::to_string(p.steps) + ", alg " + diffusion::dream_alg_name(p.alg) +
         ", alg_temp " + fmt(p.alg_temp) + ", temperature " + fmt(p.temperature) + ", top_p " + fmt(p.top_p) +
         ", top_k " + std::to_string(p.top_k) + ", eps " + fmt(p.eps);
   }
-  if (p.threshold) s += ", threshold " + fmt(*p.threshold);
   if (p.cfg_scale > 0) s += ", cfg_scale " + fmt(p.cfg_scale);
   if (p.cache != diffusion::CacheMode::kNone)
     s += std::string(", cache ") + diffusion::cache_mode_name(p.cache);
@@ -193,6 +233,23 @@ std::string temperature_warning(double temperature) {
          " is above 10, where the reference sampling formulas degenerate (LLaDA's exp(logits) / "
          "(-log u)^T overflows to +inf for most ids, so the lowest ids win; Dream samples almost "
          "uniformly): the answer will be noise; use 0 (greedy) to 1";
+}
+
+/// "2 h 5 min", "3 min 20 s", "41 s", "0.4 s": a duration for a progress line.
+std::string human_duration(double seconds) {
+  char buf[48];
+  if (seconds >= 3600) {
+    std::snprintf(buf, sizeof buf, "%d h %d min", static_cast<int>(seconds / 3600),
+                  static_cast<int>(seconds / 60) % 60);
+  } else if (seconds >= 60) {
+    std::snprintf(buf, sizeof buf, "%d min %d s", static_cast<int>(seconds / 60),
+                  static_cast<int>(seconds) % 60);
+  } else if (seconds >= 10) {
+    std::snprintf(buf, sizeof buf, "%d s", static_cast<int>(seconds));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+  }
+  return buf;
 }
 
 std::string quant_mix(const model::Model& m) {
@@ -227,6 +284,8 @@ int run_generate(RunOptions& o) {
   report.quant_mix = quant_mix(*m.model);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(*m.file);
   const double tokenizer_ms = load_watch.elapsed_ms();
+  for (const std::string& w : check_vocab_keys(*m.file, tok, cfg.arch_name)) warn(report, w);
+  if (const std::string w = ignored_system_warning(tok, o); !w.empty()) warn(report, w);
 
   Stopwatch tok_watch;
   report.prompt_tokens = tokenizer::prompt_tokens(tok, chat);
@@ -255,7 +314,7 @@ int run_generate(RunOptions& o) {
 
   diffusion::LogitsSource& source = *backend;
   diffusion::SamplerParams params = sampler_params(o, cfg, tok, backend->n_vocab(), report);
-  report.sampler = describe_sampler(params);
+  report.sampler = describe_sampler(params, o.max_tokens);
   for (const std::string& w : diffusion::check_params(params, n_prompt, backend->n_vocab())) warn(report, w);
   for (const std::string& w : backend->warnings) warn(report, w);
   if (!omp_warning.empty()) warn(report, omp_warning);
@@ -265,6 +324,19 @@ int run_generate(RunOptions& o) {
   if (!temperature_note.empty()) warn(report, temperature_note);
   const std::string steps_note = effective_steps_note(params, o.was_given("--steps"));
   if (!steps_note.empty()) std::fprintf(stderr, "note: %s\n", steps_note.c_str());
+  const int64_t canvas = n_prompt + o.max_tokens;
+  if (canvas > kLongCanvas) {
+    // Every step runs the model over the whole canvas: on a long prompt the first text can take
+    // minutes, so say why before the first step.
+    std::fprintf(stderr,
+                 "note: the canvas is %lld positions (prompt %lld + --max-tokens %lld): every step runs the "
+                 "model over "
+                 "all of them, so steps are slow and the first text comes after the first step%s\n",
+                 static_cast<long long>(canvas), static_cast<long long>(n_prompt),
+                 static_cast<long long>(o.max_tokens),
+                 o.verbose ? "" : "; --verbose shows each step as it ends");
+  }
+  const int64_t planned = diffusion::planned_steps(params);
 
   if (o.verbose) {
     std::fprintf(stderr, "model: %s\n", report.model_path.c_str());
@@ -303,20 +375,31 @@ int run_generate(RunOptions& o) {
     }
   };
 
+  Stopwatch gen_watch;
   diffusion::SamplerCallbacks callbacks;
   callbacks.on_step = [&](const diffusion::StepInfo& s) {
     report.step_ms.push_back(s.forward_ms + s.sample_ms);
     report.forward_ms.push_back(s.forward_ms);
     if (o.verbose) {
-      std::fprintf(stderr, "step %lld: %.1f ms (forward %.1f, sample %.1f), committed %zu, masks left %lld\n",
-                   static_cast<long long>(s.step), s.forward_ms + s.sample_ms, s.forward_ms, s.sample_ms,
-                   s.positions.size(), static_cast<long long>(s.masks_left));
+      // Progress: steps done of those planned (an upper bound for threshold decoding and Dream's
+      // origin), time so far and the time the remaining steps take at this rate.
+      const double elapsed_s = gen_watch.elapsed_ms() / 1000.0;
+      const int64_t done = s.step + 1;
+      const double left_s =
+          elapsed_s / static_cast<double>(done) * static_cast<double>(std::max<int64_t>(0, planned - done));
+      std::fprintf(
+          stderr,
+          "step %lld: %.1f ms (forward %.1f, sample %.1f), committed %zu, masks left %lld; %lld/%lld "
+          "steps, %s elapsed, %s left at most\n",
+          static_cast<long long>(s.step), s.forward_ms + s.sample_ms, s.forward_ms, s.sample_ms,
+          s.positions.size(), static_cast<long long>(s.masks_left), static_cast<long long>(done),
+          static_cast<long long>(planned), human_duration(elapsed_s).c_str(), human_duration(left_s).c_str());
     }
     if (trace) trace->write(s);
     for (; printed < s.stable_answer_len; ++printed) emit(printer.push(s.canvas[n_prompt + printed]));
   };
 
-  Stopwatch gen_watch;
+  gen_watch.reset();
   const diffusion::GenerateResult result =
       diffusion::generate(source, report.prompt_tokens, params, callbacks);
   report.generate_ms = gen_watch.elapsed_ms();

@@ -81,7 +81,7 @@ int logical_cpus() {
   return online > 0 ? static_cast<int>(online) : 1;
 }
 
-std::vector<int32_t> parse_ids(std::string_view text, std::string_view what) {
+std::vector<int32_t> parse_ids(std::string_view text, std::string_view what, std::string_view noun) {
   std::vector<int32_t> ids;
   size_t i = 0;
   auto is_sep = [](char c) { return c == ' ' || c == ',' || c == '\t' || c == '\n' || c == '\r'; };
@@ -111,8 +111,15 @@ std::vector<int32_t> parse_ids(std::string_view text, std::string_view what) {
         }
       }
       if (word.size() > 24) shown += "...";
-      throw UsageError(std::string(what) + ": '" + shown +
-                       "' is not a token id (expected integers separated by spaces or commas)");
+      const size_t sign = word[0] == '-' ? 1 : 0;
+      const bool whole =
+          word.size() > sign && word.find_first_not_of("0123456789", sign) == std::string_view::npos;
+      if (whole) {  // a number, only too large for one
+        throw UsageError(std::string(what) + ": " + shown + " is out of range for a " + std::string(noun) +
+                         " (at most " + std::to_string(std::numeric_limits<int32_t>::max()) + ")");
+      }
+      throw UsageError(std::string(what) + ": '" + shown + "' is not a " + std::string(noun) +
+                       " (expected integers separated by spaces or commas)");
     }
     ids.push_back(static_cast<int32_t>(v));
     i = j;

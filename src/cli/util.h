@@ -43,9 +43,10 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
 int logical_cpus();
 
 /// Parses token ids written as decimal integers separated by spaces, commas, tabs or newlines
-/// ("1 2 3", "1,2,3"). Throws dllm::UsageError naming `what` and the offending word on anything else
-/// (a non-number, a value outside int32).
-std::vector<int32_t> parse_ids(std::string_view text, std::string_view what);
+/// ("1 2 3", "1,2,3"). Throws dllm::UsageError naming `what`, the offending word and what it should
+/// have been (`noun`: "token id", "position") on anything else (a non-number, a value outside int32).
+std::vector<int32_t> parse_ids(std::string_view text, std::string_view what,
+                               std::string_view noun = "token id");
 
 /// Reads token ids from a file: `.i32` files are raw int32 little-endian (size a multiple of 4);
 /// anything else is text parsed as in parse_ids. Throws dllm::Error naming the path when unreadable.

@@ -111,7 +111,7 @@ class Run {
   }
 
   GenerateResult go() {
-    result_.steps_planned = planned_steps();
+    result_.steps_planned = diffusion::planned_steps(p_);
     // Sizing the logits buffers for the first step here keeps their allocation and first touch (tens
     // of MB, up to ~0.2 s on a VM) out of that step's time, as llama.cpp allocates its output buffer
     // with the context.
@@ -137,18 +137,6 @@ class Run {
   }
 
  private:
-  int64_t planned_steps() const {
-    if (p_.threshold) return p_.max_tokens;  // at least one commit per step
-    if (p_.schedule == Schedule::kLlada) {
-      const int64_t nb = p_.max_tokens / p_.block_length;
-      const auto counts = llada_transfer_counts(p_.block_length, p_.steps / nb);
-      return nb * std::count_if(counts.begin(), counts.end(), [](int64_t k) { return k > 0; });
-    }
-    if (p_.alg == DreamAlg::kOrigin) return p_.steps;  // random: an upper bound
-    const auto counts = dream_counts(p_.max_tokens, p_.steps, p_.eps);
-    return std::count_if(counts.begin(), counts.end(), [](int64_t k) { return k > 0; });
-  }
-
   /// Logits rows of the first step, the most any step asks for: every masked position of the first
   /// block (LLaDA; Dream with a threshold) or of the whole answer (Dream). 0 for Dream's origin
   /// algorithm, whose steps reveal a random subset (about 1 / steps of it at first): its buffer grows
@@ -463,25 +451,41 @@ class Run {
 
 }  // namespace
 
+int64_t planned_steps(const SamplerParams& p) {
+  if (p.threshold) return p.max_tokens;  // at least one commit per step
+  if (p.schedule == Schedule::kLlada) {
+    const int64_t nb = p.max_tokens / p.block_length;
+    const auto counts = llada_transfer_counts(p.block_length, p.steps / nb);
+    return nb * std::count_if(counts.begin(), counts.end(), [](int64_t k) { return k > 0; });
+  }
+  if (p.alg == DreamAlg::kOrigin) return p.steps;  // random: an upper bound
+  const auto counts = dream_counts(p.max_tokens, p.steps, p.eps);
+  return std::count_if(counts.begin(), counts.end(), [](int64_t k) { return k > 0; });
+}
+
 std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len, int64_t n_vocab) {
-  if (p.max_tokens <= 0) throw UsageError("max_tokens must be at least 1 (got " + num(p.max_tokens) + ")");
-  if (p.steps <= 0) throw UsageError("steps must be at least 1 (got " + num(p.steps) + ")");
+  const ParamNames& q = p.names;
+  if (p.max_tokens <= 0)
+    throw UsageError(q.max_tokens + " must be at least 1 (got " + num(p.max_tokens) + ")");
+  if (p.steps <= 0) throw UsageError(q.steps + " must be at least 1 (got " + num(p.steps) + ")");
   if (prompt_len + p.max_tokens > std::numeric_limits<int32_t>::max())
-    throw UsageError("prompt + max_tokens is too long (" + num(prompt_len + p.max_tokens) + " positions)");
+    throw UsageError("prompt + " + q.max_tokens + " is too long (" + num(prompt_len + p.max_tokens) +
+                     " positions)");
   if (!(p.temperature >= 0.0) || !std::isfinite(p.temperature))
-    throw UsageError("temperature must be >= 0 (got " + std::to_string(p.temperature) + ")");
+    throw UsageError(q.temperature + " must be >= 0 (got " + std::to_string(p.temperature) + ")");
   if (p.threshold && !(*p.threshold >= 0.0 && *p.threshold <= 1.0))
-    throw UsageError("threshold must be in [0, 1] (got " + std::to_string(*p.threshold) +
+    throw UsageError(q.threshold + " must be in [0, 1] (got " + std::to_string(*p.threshold) +
                      "); 0.9 is Fast-dLLM's default");
   if (!(p.cfg_scale >= 0.0) || !std::isfinite(p.cfg_scale))
-    throw UsageError("cfg_scale must be >= 0 (got " + std::to_string(p.cfg_scale) +
+    throw UsageError(q.cfg_scale + " must be >= 0 (got " + std::to_string(p.cfg_scale) +
                      "); 0 turns guidance off");
   if (p.cfg_scale > 0 && p.schedule == Schedule::kDream)
     throw UsageError(
-        "cfg_scale applies to LLaDA models (generate.py); Dream's sampler has no classifier-free guidance");
+        q.cfg_scale +
+        " applies to LLaDA models (generate.py); Dream's sampler has no classifier-free guidance");
   if (p.cfg_scale > 0 && p.cache != CacheMode::kNone)
-    throw UsageError("cfg_scale cannot be combined with a KV cache (cache " +
-                     std::string(cache_mode_name(p.cache)) + "): use cache none");
+    throw UsageError(q.cfg_scale + " cannot be combined with a KV cache (" + q.cache + " " +
+                     cache_mode_name(p.cache) + "): use " + q.cache + " none");
   if (p.mask_id < 0 || p.mask_id >= n_vocab)
     throw Error("mask token id " + num(p.mask_id) + " is outside the model's " + num(n_vocab) +
                 " logit rows");
@@ -496,27 +500,29 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
   int64_t max_per_step = 0;
   if (p.schedule == Schedule::kLlada) {
     if (p.block_length <= 0)
-      throw UsageError("block_length must be at least 1 (got " + num(p.block_length) + ")");
+      throw UsageError(q.block_length + " must be at least 1 (got " + num(p.block_length) + ")");
     if (p.max_tokens % p.block_length != 0)
-      throw UsageError("max_tokens " + num(p.max_tokens) + " is not a multiple of block_length " +
-                       num(p.block_length) + ": use max_tokens " +
-                       nearest_multiples(p.max_tokens, p.block_length) + ", or a block_length that divides " +
-                       num(p.max_tokens) + " (" + divisors_near(p.max_tokens, p.block_length, 6) + ")");
+      throw UsageError(q.max_tokens + " " + num(p.max_tokens) + " is not a multiple of " + q.block_length +
+                       " " + num(p.block_length) + ": use " + q.max_tokens + " " +
+                       nearest_multiples(p.max_tokens, p.block_length) + ", or a " + q.block_length +
+                       " that divides " + num(p.max_tokens) + " (" +
+                       divisors_near(p.max_tokens, p.block_length, 6) + ")");
     const int64_t nb = p.max_tokens / p.block_length;
     if (!p.threshold && p.steps % nb != 0)
-      throw UsageError("steps " + num(p.steps) + " is not a multiple of the block count " + num(nb) +
-                       " (max_tokens " + num(p.max_tokens) + " / block_length " + num(p.block_length) +
-                       "): use steps " + nearest_multiples(p.steps, nb));
+      throw UsageError(q.steps + " " + num(p.steps) + " is not a multiple of the block count " + num(nb) +
+                       " (" + q.max_tokens + " " + num(p.max_tokens) + " / " + q.block_length + " " +
+                       num(p.block_length) + "): use " + q.steps + " " + nearest_multiples(p.steps, nb));
     if (!p.threshold) max_per_step = ceil_div(p.block_length, p.steps / nb);
   } else {
-    if (p.block_length < 0) throw UsageError("block_length must be >= 0 (got " + num(p.block_length) + ")");
+    if (p.block_length < 0)
+      throw UsageError(q.block_length + " must be >= 0 (got " + num(p.block_length) + ")");
     if (!(p.eps > 0.0 && p.eps < 1.0))
-      throw UsageError("eps must be in (0, 1) (got " + std::to_string(p.eps) + ")");
+      throw UsageError(q.eps + " must be in (0, 1) (got " + std::to_string(p.eps) + ")");
     if (!(p.top_p > 0.0 && p.top_p <= 1.0))
-      throw UsageError("top_p must be in (0, 1] (got " + std::to_string(p.top_p) + "); 1 turns it off");
-    if (p.top_k < 0) throw UsageError("top_k must be >= 0 (got " + num(p.top_k) + "); 0 turns it off");
+      throw UsageError(q.top_p + " must be in (0, 1] (got " + std::to_string(p.top_p) + "); 1 turns it off");
+    if (p.top_k < 0) throw UsageError(q.top_k + " must be >= 0 (got " + num(p.top_k) + "); 0 turns it off");
     if (!(p.alg_temp >= 0.0) || !std::isfinite(p.alg_temp))
-      throw UsageError("alg_temp must be >= 0 (got " + std::to_string(p.alg_temp) + ")");
+      throw UsageError(q.alg_temp + " must be >= 0 (got " + std::to_string(p.alg_temp) + ")");
     if (!p.threshold) {
       if (p.alg == DreamAlg::kOrigin) {
         max_per_step = ceil_div(p.max_tokens, p.steps);  // expected count; the draw is random
@@ -528,8 +534,8 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
   }
   std::vector<std::string> warnings;
   if (max_per_step > 4)
-    warnings.push_back("up to " + num(max_per_step) + " tokens are committed per step (max_tokens " +
-                       num(p.max_tokens) + ", steps " + num(p.steps) +
+    warnings.push_back("up to " + num(max_per_step) + " tokens are committed per step (" + q.max_tokens +
+                       " " + num(p.max_tokens) + ", " + q.steps + " " + num(p.steps) +
                        ") without a confidence threshold: parallel decoding without a gate degrades the text "
                        "(repeated words); use more steps or threshold decoding");
   return warnings;

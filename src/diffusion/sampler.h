@@ -61,6 +61,22 @@ DreamAlg parse_dream_alg(const std::string& name);
 const char* remasking_name(Remasking r);
 const char* dream_alg_name(DreamAlg a);
 
+/// How check_params' messages name the parameters: the field names by default; a front end sets the
+/// names its users typed (the CLI: "--max-tokens", "--block-length", ...).
+struct ParamNames {
+  std::string max_tokens = "max_tokens";
+  std::string steps = "steps";
+  std::string block_length = "block_length";
+  std::string temperature = "temperature";
+  std::string threshold = "threshold";
+  std::string cfg_scale = "cfg_scale";
+  std::string cache = "cache";
+  std::string top_p = "top_p";
+  std::string top_k = "top_k";
+  std::string alg_temp = "alg_temp";
+  std::string eps = "eps";
+};
+
 struct SamplerParams {
   Schedule schedule = Schedule::kLlada;
   int64_t max_tokens =
@@ -98,6 +114,7 @@ struct SamplerParams {
   /// CPU kernel path of the per-row statistics (row_sums.h); must be one this CPU supports. The CLI
   /// passes choose_isa's answer for --isa, the one the CPU forward pass gets; default: the fastest.
   Isa isa = best_isa();
+  ParamNames names;   ///< how errors and warnings name the parameters above
 };
 
 /// One step, as reported to on_step. Spans are valid only during the callback.
@@ -149,6 +166,11 @@ struct GenerateResult {
 /// (0, 1], cfg_scale < 0, cfg_scale > 0 with Dream or with a cache; dllm::Error when mask_id is outside [0,
 /// n_vocab), no id is sampleable, or this CPU cannot run `isa`.
 std::vector<std::string> check_params(const SamplerParams& params, int64_t prompt_len, int64_t n_vocab);
+
+/// Forward passes the schedule runs without early stop: exact for LLaDA and Dream's top-k algorithms
+/// (steps that would commit nothing are skipped), an upper bound for Dream origin (random) and for
+/// threshold decoding (max_tokens: at least one commit per step). params must pass check_params.
+int64_t planned_steps(const SamplerParams& params);
 
 /// Runs the denoising loop: canvas = prompt + max_tokens masks, then steps until every position is
 /// committed or (early_stop) the answer is final. Deterministic for a given seed, whatever

@@ -88,6 +88,72 @@ TEST_F(ModelErrors, MissingMetadataKey) {
   expect_error(run_on(path), "required metadata key missing: llada.block_count", 1);
 }
 
+// An id key outside the vocabulary: the mask id (required) is an error that says so, not "missing";
+// the others are ignored as llama.cpp ignores them, with a warning naming the key.
+TEST_F(ModelErrors, MaskTokenIdOutOfRange) {
+  const size_t n_tokens = gguf::GgufFile::open(llada_path()).get_string_array("tokenizer.ggml.tokens").size();
+  const std::string path = (dir_ / "mask-99999.gguf").string();
+  rewrite_gguf(
+      llada_path(), path,
+      [](gguf::KeyValue& kv) {
+        if (kv.key == "tokenizer.ggml.mask_token_id") kv.value.u = 99999;
+        return true;
+      },
+      nullptr);
+  expect_error(run_on(path),
+               "tokenizer.ggml.mask_token_id is 99999, outside the vocabulary of " +
+                   std::to_string(n_tokens) +
+                   " tokens (tokenizer.ggml.tokens): the file's metadata is broken (a diffusion model's mask "
+                   "token must be one of its tokens)",
+               1);
+  const std::string gone = (dir_ / "no-mask.gguf").string();
+  rewrite_gguf(
+      llada_path(), gone, [](gguf::KeyValue& kv) { return kv.key != "tokenizer.ggml.mask_token_id"; },
+      nullptr);
+  const RunResult r = run_on(gone);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("tokenizer.ggml.mask_token_id missing"), std::string::npos) << r.err;
+}
+
+TEST_F(ModelErrors, EosOutOfRangeAndVocabSizeMismatchWarn) {
+  const size_t n_tokens = gguf::GgufFile::open(llada_path()).get_string_array("tokenizer.ggml.tokens").size();
+  const std::string path = (dir_ / "eos-vocab.gguf").string();
+  rewrite_gguf(
+      llada_path(), path,
+      [](gguf::KeyValue& kv) {
+        if (kv.key == "tokenizer.ggml.eos_token_id") kv.value.u = 99999;
+        if (kv.key == "llada.vocab_size") kv.value.u = 50000;
+        return true;
+      },
+      nullptr);
+  const RunResult r = run_on(path);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string vocab =
+      "the vocabulary of " + std::to_string(n_tokens) + " tokens (tokenizer.ggml.tokens)";
+  EXPECT_NE(r.err.find("warning: tokenizer.ggml.eos_token_id is 99999, outside " + vocab + ": ignored"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("warning: llada.vocab_size is 50000 but tokenizer.ggml.tokens has " +
+                       std::to_string(n_tokens) + " entries"),
+            std::string::npos)
+      << r.err;
+  // The reference file itself draws neither.
+  const RunResult ok = run_on(llada_path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("warning:"), std::string::npos) << ok.err;
+}
+
+TEST_F(ModelErrors, SystemOnAModelWithoutChatTemplateWarns) {
+  const std::string path = (dir_ / "no-template.gguf").string();
+  rewrite_gguf(
+      llada_path(), path, [](gguf::KeyValue& kv) { return kv.key != "tokenizer.chat_template"; }, nullptr);
+  const RunResult r =
+      run_dllm({"run", "--model", path, "--prompt", "Hi", "--max-tokens", "8", "--system", "Be brief."});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: --system is ignored: this model has no chat template"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(ModelErrors, TensorShapeMismatch) {
   DLLM_REQUIRE_REFERENCE();
   // [256, 768] -> [768, 256]: same Q4_K byte count (768 rows x 1 block vs 256 rows x 3 blocks).

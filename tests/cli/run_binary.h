@@ -24,24 +24,25 @@ struct RunResult {
   std::string err;     ///< stderr
 };
 
-/// A started `program` with `args` (argv[1..]); stdin is /dev/null. Extra environment entries ("K=V")
-/// are added to the current environment, replacing a variable of the same name there (a later entry
-/// wins); an entry without '=' ("NAME") removes NAME. stdout goes to the descriptor `stdout_fd` when it is >=
-/// 0 (a pipe the test reads), else to the file `stdout_to` when given, else to a file wait() returns; stderr
-/// to a file wait() returns, or with `merge_stderr` where stdout goes (RunResult::err stays empty), so the
-/// order of the two streams' writes is kept.
+/// A started `program` with `args` (argv[1..]); stdin is the file `stdin_from`, /dev/null when empty. Extra
+/// environment entries ("K=V") are added to the current environment, replacing a variable of the same name
+/// there (a later entry wins); an entry without '=' ("NAME") removes NAME. stdout goes to the descriptor
+/// `stdout_fd` when it is >= 0 (a pipe the test reads), else to the file `stdout_to` when given, else to a
+/// file wait() returns; stderr to a file wait() returns, or with `merge_stderr` where stdout goes
+/// (RunResult::err stays empty), so the order of the two streams' writes is kept.
 class Process {
  public:
   Process(const std::string& program, const std::vector<std::string>& args,
           const std::vector<std::string>& extra_env = {}, const std::string& stdout_to = "",
-          int stdout_fd = -1, bool merge_stderr = false)
+          int stdout_fd = -1, bool merge_stderr = false, const std::string& stdin_from = "")
       : capture_out_(stdout_to.empty() && stdout_fd < 0),
         merge_stderr_(merge_stderr),
         out_path_(stdout_to.empty() ? (dir_ / "stdout").string() : stdout_to),
         err_path_((dir_ / "stderr").string()) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    const std::string in_path = stdin_from.empty() ? "/dev/null" : stdin_from;
+    posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
     if (stdout_fd >= 0) {
       posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
     } else {
@@ -122,8 +123,9 @@ class Process {
 /// Runs `program` to its end (see Process); RunResult::out stays empty when stdout went to `stdout_to`.
 inline RunResult run_program(const std::string& program, const std::vector<std::string>& args,
                              const std::vector<std::string>& extra_env = {},
-                             const std::string& stdout_to = "", bool merge_stderr = false) {
-  return Process(program, args, extra_env, stdout_to, -1, merge_stderr).wait();
+                             const std::string& stdout_to = "", bool merge_stderr = false,
+                             const std::string& stdin_from = "") {
+  return Process(program, args, extra_env, stdout_to, -1, merge_stderr, stdin_from).wait();
 }
 
 /// Runs build/bin/dllm.
