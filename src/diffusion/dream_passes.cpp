@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "diffusion/row_sums.h"
+
 namespace dllm::diffusion {
 
 namespace {
@@ -30,7 +32,7 @@ double exp_shifted_portable(const float* logits, const uint8_t* allowed, size_t 
       const int b = d < kDreamBuckets - 1 ? static_cast<int>(d) : kDreamBuckets - 1;
       bucket[i] = static_cast<uint16_t>(b);
       bucket_mass[b] += x;
-      bucket_count[b] += 1;
+      if (bucket_count) bucket_count[b] += 1;
     }
   }
   return z;
@@ -56,20 +58,29 @@ size_t find_bucket_portable(const uint16_t* bucket, size_t n, uint16_t b, int32_
   return k;
 }
 
-void divide_portable(double* x, size_t n, double z) {
-  for (size_t i = 0; i < n; ++i) x[i] /= z;
+RowEnd finish_portable(double* e, const uint16_t* bucket, size_t n, int cut, double z, bool entropy,
+                       double u) {
+  // A zero stays 0 (0 / z), adds 0 to the running sum and -0.0 (0 * log(1e-10)) to the entropy,
+  // neither of which changes a sum: skipping zeros is exact.
+  RowEnd end;
+  double acc = 0.0;
+  const bool draw = u > 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    if (bucket && bucket[i] != kNoBucket && bucket[i] > cut) e[i] = 0.0;
+    if (e[i] == 0.0) continue;
+    e[i] /= z;
+    if (entropy) end.neg_entropy += e[i] * std::log(e[i] + 1e-10);
+    if (draw && end.draw < 0) {
+      acc += e[i];
+      if (acc > u) end.draw = static_cast<int32_t>(i);
+    }
+  }
+  return end;
 }
 
-double neg_entropy_portable(const double* p, size_t n) {
-  // A zero term is -0.0 (0 * log(1e-10)), which leaves any sum unchanged: skipping it is exact.
-  double s = 0.0;
-  for (size_t i = 0; i < n; ++i)
-    if (p[i] != 0.0) s += p[i] * std::log(p[i] + 1e-10);
-  return s;
-}
-
-constexpr DreamPasses kPortable = {"portable",           exp_shifted_portable, keep_through_portable,
-                                   find_bucket_portable, divide_portable,      neg_entropy_portable};
+constexpr DreamPasses kPortable = {
+    "portable",           false,           exp_shifted_portable, keep_through_portable,
+    find_bucket_portable, finish_portable, max_allowed};
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "diffusion/dream_passes.h"
 
@@ -164,20 +165,38 @@ double exp_shifted_avx2(const float* logits, const uint8_t* allowed, size_t n, d
     acc = _mm256_add_pd(acc, ev);
     store4(e, i, n, ev);
     if (bucket) {
-      // min returns its second operand for a NaN first one: NaN lands in the last bucket.
+      // min returns its second operand for a NaN first one: NaN lands in the last bucket. Disallowed
+      // ids get kNoBucket in the array and add to a sink instead of a bucket (no branch per id).
       const __m256d d = _mm256_min_pd(_mm256_mul_pd(_mm256_sub_pd(vm, v), per_unit), last);
+      const __m128i b32 = _mm256_cvttpd_epi32(d);
+      const __m128i ok32 = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(al32));
+      const __m128i named =
+          _mm_blendv_epi8(_mm_set1_epi32(kNoBucket), b32,
+                          _mm_xor_si128(_mm_cmpeq_epi32(ok32, _mm_setzero_si128()), _mm_set1_epi32(-1)));
+      const __m128i b16 = _mm_packus_epi32(named, named);
+      if (k == 4) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(bucket + i), b16);
+      } else {
+        alignas(16) uint16_t t[8];
+        _mm_store_si128(reinterpret_cast<__m128i*>(t), b16);
+        std::memcpy(bucket + i, t, k * sizeof(uint16_t));
+      }
       alignas(16) int32_t b4[4];
-      _mm_store_si128(reinterpret_cast<__m128i*>(b4), _mm256_cvttpd_epi32(d));
+      _mm_store_si128(reinterpret_cast<__m128i*>(b4), named);
       alignas(32) double e4[4];
       _mm256_store_pd(e4, ev);
+      double sink_mass = 0.0;
+      uint32_t sink_count = 0;
       for (size_t j = 0; j < k; ++j) {
-        if (!allowed[i + j]) {
-          bucket[i + j] = kNoBucket;
-          continue;
+        const bool named_bucket = b4[j] != kNoBucket;
+        double* mass = named_bucket ? bucket_mass + b4[j] : &sink_mass;
+        *mass += e4[j];
+      }
+      if (bucket_count) {
+        for (size_t j = 0; j < k; ++j) {
+          uint32_t* count = b4[j] != kNoBucket ? bucket_count + b4[j] : &sink_count;
+          *count += 1;
         }
-        bucket[i + j] = static_cast<uint16_t>(b4[j]);
-        bucket_mass[b4[j]] += e4[j];
-        bucket_count[b4[j]] += 1;
       }
     }
   }
@@ -231,25 +250,98 @@ size_t find_bucket_avx2(const uint16_t* bucket, size_t n, uint16_t b, int32_t* i
   return k;
 }
 
-void divide_avx2(double* x, size_t n, double z) {
-  const __m256d vz = _mm256_set1_pd(z);
-  for (size_t i = 0; i < n; i += 4) store4(x, i, n, _mm256_div_pd(load4(x, i, n), vz));
-}
-
-double neg_entropy_avx2(const double* p, size_t n) {
+RowEnd finish_avx2(double* e, const uint16_t* bucket, size_t n, int cut, double z, bool entropy, double u) {
+  // 16 ids at a time. A block of zeros (disallowed or dropped ids: most of a sharp row) stays as it
+  // is and adds nothing. The draw adds each block's sum to the running total and resolves the block
+  // that passes u id by id.
+  const __m256d inv = _mm256_set1_pd(1.0 / z);
   const __m256d eps = _mm256_set1_pd(1e-10);
-  __m256d acc = _mm256_setzero_pd();
-  for (size_t i = 0; i < n; i += 4) {
-    const __m256d v = load4(p, i, n);  // padding is 0: no term
-    const __m256d nonzero = _mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_NEQ_UQ);
-    const __m256d t = _mm256_mul_pd(v, log_positive(_mm256_add_pd(v, eps)));
-    acc = _mm256_add_pd(acc, _mm256_and_pd(t, nonzero));
+  const __m256d zero = _mm256_setzero_pd();
+  // Unsigned 16-bit compare as signed after flipping the top bit: kNoBucket (0xFFFF) is above any cut.
+  const __m256i flip = _mm256_set1_epi16(static_cast<int16_t>(0x8000));
+  const __m256i vcut = _mm256_xor_si256(_mm256_set1_epi16(static_cast<int16_t>(cut)), flip);
+  RowEnd end;
+  __m256d acc = zero;
+  double running = 0.0;
+  bool draw = u > 0.0;
+  for (size_t i = 0; i < n; i += 16) {
+    __m256d v[4];
+    __m256d any = zero;
+    for (int q = 0; q < 4; ++q) {
+      v[q] = i + 4 * q < n ? load4(e, i + 4 * q, n) : zero;
+      any = _mm256_or_pd(any, v[q]);
+    }
+    if (_mm256_testz_si256(_mm256_castpd_si256(any), _mm256_castpd_si256(any))) continue;  // +0 only
+    if (bucket) {
+      __m256i raw;
+      if (i + 16 <= n) {
+        raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bucket + i));
+      } else {
+        alignas(32) uint16_t b16[16];
+        for (int j = 0; j < 16; ++j) b16[j] = i + j < n ? bucket[i + j] : kNoBucket;
+        raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(b16));
+      }
+      const __m256i b = _mm256_xor_si256(raw, flip);
+      const __m256i drop16 = _mm256_cmpgt_epi16(b, vcut);
+      for (int q = 0; q < 4; ++q) {
+        const __m128i d4 = _mm_cvtsi64_si128(_mm256_extract_epi64(drop16, q));
+        v[q] = _mm256_andnot_pd(_mm256_castsi256_pd(_mm256_cvtepi16_epi64(d4)), v[q]);
+      }
+    }
+    __m256d block = zero;
+    for (int q = 0; q < 4 && i + 4 * q < n; ++q) {
+      const __m256d p = _mm256_mul_pd(v[q], inv);
+      store4(e, i + 4 * q, n, p);
+      block = _mm256_add_pd(block, p);
+      if (entropy) {
+        const __m256d nonzero = _mm256_cmp_pd(p, zero, _CMP_NEQ_UQ);
+        acc =
+            _mm256_add_pd(acc, _mm256_and_pd(_mm256_mul_pd(p, log_positive(_mm256_add_pd(p, eps))), nonzero));
+      }
+    }
+    if (draw) {
+      const double s = hsum(block);
+      if (running + s > u) {
+        for (size_t j = i; j < std::min(n, i + 16) && end.draw < 0; ++j) {
+          running += e[j];
+          if (running > u) end.draw = static_cast<int32_t>(j);
+        }
+        draw = end.draw < 0;  // rounding: the block's ids did not pass u one by one; go on
+      } else {
+        running += s;
+      }
+    }
   }
-  return hsum(acc);
+  end.neg_entropy = entropy ? hsum(acc) : 0.0;
+  return end;
 }
 
-constexpr DreamPasses kAvx2 = {"avx2",           exp_shifted_avx2, keep_through_avx2,
-                               find_bucket_avx2, divide_avx2,      neg_entropy_avx2};
+float max_allowed_avx2(const float* logits, const uint8_t* allowed, size_t n) {
+  // 8 at a time: disallowed lanes and NaN (the ordered compare fails) keep -inf.
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 m = neg_inf;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t a8 = 0;
+    std::memcpy(&a8, allowed + i, 8);
+    const __m256i a = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(a8)));
+    const __m256 ok = _mm256_castsi256_ps(
+        _mm256_xor_si256(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()), _mm256_set1_epi32(-1)));
+    const __m256 l = _mm256_loadu_ps(logits + i);
+    const __m256 take = _mm256_and_ps(ok, _mm256_cmp_ps(l, m, _CMP_GT_OQ));
+    m = _mm256_blendv_ps(m, l, take);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float best = -std::numeric_limits<float>::infinity();
+  for (float v : lanes) best = v > best ? v : best;
+  for (; i < n; ++i)
+    if (allowed[i] && logits[i] > best) best = logits[i];
+  return best;
+}
+
+constexpr DreamPasses kAvx2 = {"avx2",           true,        exp_shifted_avx2, keep_through_avx2,
+                               find_bucket_avx2, finish_avx2, max_allowed_avx2};
 
 }  // namespace
 

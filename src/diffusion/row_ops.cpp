@@ -85,7 +85,7 @@ double scaled(float logit, double temperature) {
 /// (v, id) of the ids in bucket b, in top_p's order: descending v, the lower id first on ties.
 void bucket_in_order(int b, std::span<const float> logits, double temperature, const DreamPasses& passes,
                      DreamScratch& s) {
-  s.ids.resize(s.count[b]);
+  s.ids.resize(logits.size());
   const size_t k = passes.find_bucket(s.bucket.data(), logits.size(), static_cast<uint16_t>(b), s.ids.data());
   s.cand.resize(k);
   for (size_t j = 0; j < k; ++j) s.cand[j] = {scaled(logits[s.ids[j]], temperature), s.ids[j]};
@@ -94,11 +94,18 @@ void bucket_in_order(int b, std::span<const float> logits, double temperature, c
   });
 }
 
+/// Where the filters cut: ids in buckets after `bucket` are out, those in it as the cut left them;
+/// kept_mass = the sum of the kept e, bucket sums (in id order) added bucket by bucket.
+struct Cut {
+  int bucket = kDreamBuckets - 1;
+  double kept_mass = 0.0;
+};
+
 /// top_p_logits on e = e^(v - m) with sum z: keeps the ids of the top c + 1 in descending v, c the
-/// largest count whose mass stays <= top_p * z (all ids when every prefix does). Returns the last
-/// bucket kept (kDreamBuckets - 1: all); within it the ids past the cut are dropped here, the later
-/// buckets by DreamPasses::keep_through. count[] of the returned bucket becomes the ids kept in it.
-int top_p_cut(double top_p, double z, std::span<const float> logits, double temperature,
+/// largest count whose mass stays <= top_p * z (all ids when every prefix does). Within the returned
+/// bucket the ids past the cut are dropped here (e = 0, bucket kNoBucket) and its mass and count
+/// become the kept part's; the later buckets go in DreamPasses::keep_through or finish.
+Cut top_p_cut(double top_p, double z, std::span<const float> logits, double temperature,
               std::vector<double>& e, const DreamPasses& passes, DreamScratch& s) {
   const double target = top_p * z;
   double acc = 0.0;
@@ -110,8 +117,9 @@ int top_p_cut(double top_p, double z, std::span<const float> logits, double temp
   // Buckets before b are kept whole. Walk b (and, should rounding of the bucket sums say so, the
   // next ones) in order until the mass passes the target: that id is the last kept.
   for (; b < kDreamBuckets; ++b) {
-    if (s.count[b] == 0) continue;
+    if (s.mass[b] == 0.0) continue;  // nothing there can pass the target
     bucket_in_order(b, logits, temperature, passes, s);
+    const double before = acc;
     size_t kept = 0;
     bool crossed = false;
     while (kept < s.cand.size() && !crossed) {
@@ -125,32 +133,78 @@ int top_p_cut(double top_p, double z, std::span<const float> logits, double temp
       e[s.cand[j].second] = 0.0;
       s.bucket[s.cand[j].second] = kNoBucket;
     }
-    s.count[b] = static_cast<uint32_t>(kept);
-    return b;
+    if (!s.count.empty()) s.count[b] = static_cast<uint32_t>(kept);
+    s.mass[b] = acc - before;
+    return {b, acc};
   }
-  return kDreamBuckets - 1;
+  return {kDreamBuckets - 1, acc};
 }
 
-/// top_k_logits on the ids in buckets <= cut: drops those whose v is below the k-th largest v among
-/// them (ties kept). Returns the new last bucket kept; within it the ids below are dropped here.
-int top_k_cut(int64_t top_k, int cut, std::span<const float> logits, double temperature,
+/// top_k_logits on the ids of `cut`: drops those whose v is below the k-th largest v among them (ties
+/// kept). Within the returned bucket the ids below are dropped here, the later buckets as for top_p.
+Cut top_k_cut(int64_t top_k, Cut cut, std::span<const float> logits, double temperature,
               std::vector<double>& e, const DreamPasses& passes, DreamScratch& s) {
   uint64_t total = 0;
-  for (int b = 0; b <= cut; ++b) total += s.count[b];
+  for (int b = 0; b <= cut.bucket; ++b) total += s.count[b];
   if (static_cast<uint64_t>(top_k) >= total) return cut;  // the k-th largest is -inf or below: no-op
   const uint64_t k = static_cast<uint64_t>(top_k);
   uint64_t before = 0;
+  double mass = 0.0;
   int b = 0;
-  while (before + s.count[b] < k) before += s.count[b++];
+  for (; before + s.count[b] < k; ++b) {
+    before += s.count[b];
+    mass += s.mass[b];
+  }
   bucket_in_order(b, logits, temperature, passes, s);
   const double kth = s.cand[static_cast<size_t>(k - before - 1)].first;
   for (const auto& [v, id] : s.cand) {
     if (v < kth) {
       e[id] = 0.0;
       s.bucket[id] = kNoBucket;
+    } else {
+      mass += e[id];
     }
   }
-  return b;
+  return {b, mass};
+}
+
+/// dream_probs, then DreamPasses::finish with `entropy` and the draw u (<= 0: none).
+RowEnd dream_probs_impl(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
+                        double top_p, int64_t top_k, std::vector<double>& probs, const DreamPasses& passes,
+                        bool entropy, double u) {
+  const size_t n = logits.size();
+  probs.resize(n);
+  // The row maximum of v = l / T is (max l) / T: IEEE division is monotonic, so the largest
+  // quotient is the quotient of the largest logit (NaN logits are skipped, as std::max skips them).
+  const double m = scaled(passes.max_allowed(logits.data(), allowed.data(), n), temperature);
+  const bool filter = top_p < 1.0 || top_k > 0;
+  DreamScratch& s = dream_scratch();
+  if (filter) {
+    s.bucket.resize(n);
+    s.mass.assign(kDreamBuckets, 0.0);
+  }
+  // Counts only for top_k (top_p needs the masses alone); empty `count` means none.
+  if (top_k > 0) {
+    s.count.assign(kDreamBuckets, 0);
+  } else {
+    s.count.clear();
+  }
+  const double z = passes.exp_shifted(logits.data(), allowed.data(), n, temperature, m, probs.data(),
+                                      filter ? s.bucket.data() : nullptr, s.mass.data(),
+                                      top_k > 0 ? s.count.data() : nullptr);
+  // A row without a finite allowed logit has z = 0 (or NaN): nothing to filter or normalize.
+  if (!(z > 0.0 && std::isfinite(z))) return {};
+  Cut cut{kDreamBuckets - 1, z};
+  if (top_p < 1.0) cut = top_p_cut(top_p, z, logits, temperature, probs, passes, s);
+  if (top_k > 0) cut = top_k_cut(top_k, cut, logits, temperature, probs, passes, s);
+  // softmax over what is left: e^(v - m) / sum (the maximum is never dropped, so the shift is the
+  // same before and after the filters).
+  const bool by_bucket = filter && passes.kept_mass_from_buckets;
+  const double zk = !filter     ? z
+                    : by_bucket ? cut.kept_mass
+                                : passes.keep_through(probs.data(), s.bucket.data(), n, cut.bucket);
+  if (!(zk > 0.0)) return {};
+  return passes.finish(probs.data(), by_bucket ? s.bucket.data() : nullptr, n, cut.bucket, zk, entropy, u);
 }
 
 }  // namespace
@@ -159,29 +213,7 @@ void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed
                  double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order,
                  const DreamPasses& passes) {
   (void)order;
-  const size_t n = logits.size();
-  probs.resize(n);
-  // The row maximum of v = l / T is (max l) / T: IEEE division is monotonic, so the largest
-  // quotient is the quotient of the largest logit (NaN logits are skipped, as std::max skips them).
-  const double m = scaled(max_allowed(logits.data(), allowed.data(), n), temperature);
-  const bool filter = top_p < 1.0 || top_k > 0;
-  DreamScratch& s = dream_scratch();
-  if (filter) {
-    s.bucket.resize(n);
-    s.mass.assign(kDreamBuckets, 0.0);
-    s.count.assign(kDreamBuckets, 0);
-  }
-  const double z = passes.exp_shifted(logits.data(), allowed.data(), n, temperature, m, probs.data(),
-                                      filter ? s.bucket.data() : nullptr, s.mass.data(), s.count.data());
-  // A row without a finite allowed logit has z = 0 (or NaN): nothing to filter or normalize.
-  const bool usable = z > 0.0 && std::isfinite(z);
-  int cut = kDreamBuckets - 1;
-  if (usable && top_p < 1.0) cut = top_p_cut(top_p, z, logits, temperature, probs, passes, s);
-  if (usable && top_k > 0) cut = top_k_cut(top_k, cut, logits, temperature, probs, passes, s);
-  // softmax over what is left: e^(v - m) / sum (the maximum is never dropped, so the shift is the
-  // same before and after the filters).
-  const double zk = filter ? passes.keep_through(probs.data(), s.bucket.data(), n, cut) : z;
-  if (zk > 0.0) passes.divide(probs.data(), n, zk);
+  dream_probs_impl(logits, allowed, temperature, top_p, top_k, probs, passes, false, 0.0);
 }
 
 void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
@@ -192,22 +224,16 @@ void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed
 RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
                     double top_p, int64_t top_k, DreamConfidence kind, Rng* categorical,
                     std::vector<double>& probs, std::vector<int32_t>& order, const DreamPasses& passes) {
-  dream_probs(logits, allowed, temperature, top_p, top_k, probs, order, passes);
+  (void)order;
+  // Categorical(probs).sample(): inverse CDF with one uniform, drawn in the last pass over the row
+  // (DreamPasses::finish); ids with probability 0 are never chosen.
+  const double u = temperature > 0.0 ? categorical->uniform_open() : 0.0;
+  const RowEnd end = dream_probs_impl(logits, allowed, temperature, top_p, top_k, probs, passes,
+                                      kind == DreamConfidence::kNegEntropy, u);
   const size_t n = probs.size();
   RowChoice out;
   if (temperature > 0.0) {
-    // Categorical(probs).sample(): inverse CDF; ids with probability 0 are never chosen. Adding a 0
-    // leaves acc unchanged, so the first id where acc passes u (acc starts at 0 < u) has probability
-    // > 0 without a test on every id (a filtered row has zeros at random places).
-    const double u = categorical->uniform_open();
-    double acc = 0.0;
-    for (size_t i = 0; i < n; ++i) {
-      acc += probs[i];
-      if (acc > u) {
-        out.token = static_cast<int32_t>(i);
-        break;
-      }
-    }
+    out.token = end.draw;
     // u above the rounded total: the last id with probability > 0 (or NaN).
     for (size_t i = n; i-- > 0 && out.token < 0;)
       if (!(probs[i] <= 0.0)) out.token = static_cast<int32_t>(i);
@@ -241,7 +267,7 @@ RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allo
       break;
     }
     case DreamConfidence::kNegEntropy:
-      out.confidence = passes.neg_entropy(probs.data(), n);
+      out.confidence = end.neg_entropy;
       break;
   }
   return out;

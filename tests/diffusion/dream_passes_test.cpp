@@ -194,6 +194,15 @@ TEST(DreamPasses, ExpShiftedSumAndHistogram) {
         std::sort(ids.begin(), ids.end(),
                   [&](int32_t a, int32_t b) { return scaled(r.logits[a], t) > scaled(r.logits[b], t); });
         for (size_t j = 1; j < ids.size(); ++j) ASSERT_LE(bucket[ids[j - 1]], bucket[ids[j]]) << where;
+        // No count array (top_p alone): the same buckets and masses.
+        std::vector<double> e3(n), mass3(kDreamBuckets, 0.0);
+        std::vector<uint16_t> bucket3(n);
+        EXPECT_EQ(p->exp_shifted(r.logits.data(), r.allowed.data(), n, t, m, e3.data(), bucket3.data(),
+                                 mass3.data(), nullptr),
+                  z)
+            << where;
+        EXPECT_EQ(bucket3, bucket) << where;
+        EXPECT_EQ(mass3, mass) << where;
         // No bucket array: the same e and sum, nothing else written.
         std::vector<double> e2(n);
         const double z2 =
@@ -205,7 +214,7 @@ TEST(DreamPasses, ExpShiftedSumAndHistogram) {
   }
 }
 
-TEST(DreamPasses, KeepThroughFindBucketDivideEntropy) {
+TEST(DreamPasses, KeepThroughFindBucketFinish) {
   std::mt19937 gen(3);
   for (const DreamPasses* p : implementations()) {
     for (size_t n : {1u, 2u, 15u, 16u, 17u, 33u, 152064u}) {
@@ -226,34 +235,81 @@ TEST(DreamPasses, KeepThroughFindBucketDivideEntropy) {
         got.resize(p->find_bucket(bucket.data(), n, b, got.data()));
         EXPECT_EQ(got, want) << where << " bucket " << b;
       }
-      // keep_through: buckets above the cut go, the sum of the rest.
-      std::vector<double> e1 = e;
-      std::vector<uint16_t> b1 = bucket;
-      const double s = p->keep_through(e1.data(), b1.data(), n, 20);
-      long double sr = 0;
-      for (size_t i = 0; i < n; ++i) {
-        const bool keep = bucket[i] <= 20;
-        EXPECT_EQ(e1[i], keep ? e[i] : 0.0) << where;
-        EXPECT_EQ(b1[i], keep ? bucket[i] : kNoBucket) << where;
-        if (keep) sr += e[i];
-      }
-      EXPECT_NEAR(s, static_cast<double>(sr), (n + 8) * kU * static_cast<double>(sr)) << where;
-      // divide: IEEE division, the same bits as a loop.
-      if (sr > 0) {
-        std::vector<double> q = e1;
-        p->divide(q.data(), n, s);
-        for (size_t i = 0; i < n; ++i) EXPECT_EQ(q[i], e1[i] / s) << where;
-        // neg_entropy: sum p log(p + 1e-10), p + 1e-10 rounded to f64 as the formula writes it, the
-        // log and the sum in long double; the bound is relative to the sum of the terms' sizes.
-        long double hr = 0, size = 0;
+      // keep_through: buckets above the cut go, the sum of the rest. Cut 2 leaves long runs of
+      // zeros (what normalize skips 16 at a time).
+      for (const int cut : {20, 2}) {
+        std::vector<double> e1 = e;
+        std::vector<uint16_t> b1 = bucket;
+        const double s = p->keep_through(e1.data(), b1.data(), n, cut);
+        long double sr = 0;
         for (size_t i = 0; i < n; ++i) {
-          const long double term = q[i] * logl(static_cast<long double>(q[i] + 1e-10));
-          hr += term;
-          size += fabsl(term);
+          const bool keep = bucket[i] <= cut;
+          EXPECT_EQ(e1[i], keep ? e[i] : 0.0) << where;
+          EXPECT_EQ(b1[i], keep ? bucket[i] : kNoBucket) << where;
+          if (keep) sr += e[i];
         }
-        const double h = p->neg_entropy(q.data(), n);
-        EXPECT_NEAR(h, static_cast<double>(hr), (n + 8) * kU * static_cast<double>(size)) << where;
+        EXPECT_NEAR(s, static_cast<double>(sr), (n + 8) * kU * static_cast<double>(sr)) << where;
+        // finish: p = e / z (the portable one divides, the AVX2 one multiplies by 1 / z: within 1
+        // ulp); the entropy sum p log(p + 1e-10), p + 1e-10 rounded to f64 as the formula writes it, the
+        // log and the sum in long double. Bound: (n + 8) ulp of the terms' sizes, plus as much of the
+        // sum of p for an ulp in p itself (d(p log p)/dp = 1 + log p, and p |log p| is a term's size).
+        // The draw is the first id whose cumulative p (long double) passes u, away from rounding.
+        if (sr > 0) {
+          std::vector<double> q = e1;
+          const RowEnd plain = p->finish(q.data(), nullptr, n, cut, s, false, 0.0);
+          EXPECT_EQ(plain.neg_entropy, 0.0) << where;
+          EXPECT_EQ(plain.draw, -1) << where;
+          long double hr = 0, size = 0;
+          for (size_t i = 0; i < n; ++i) {
+            const double want = e1[i] / s;
+            if (p->kept_mass_from_buckets) {
+              ASSERT_LE(std::fabs(q[i] - want), std::nextafter(want, 2.0) - want) << where << " id " << i;
+            } else {
+              ASSERT_EQ(q[i], want) << where << " id " << i;
+            }
+            if (want == 0) continue;
+            const long double term = want * logl(static_cast<long double>(want + 1e-10));
+            hr += term;
+            size += fabsl(term) + want;
+          }
+          // Dropping by bucket inside finish gives what keep_through then finish gives.
+          for (const double u : {0.3, 0.999}) {
+            std::vector<double> q2 = e, q3 = e1;
+            const RowEnd by_bucket = p->finish(q2.data(), bucket.data(), n, cut, s, true, u);
+            const RowEnd after_keep = p->finish(q3.data(), nullptr, n, cut, s, true, u);
+            EXPECT_EQ(q2, q3) << where;
+            EXPECT_EQ(by_bucket.neg_entropy, after_keep.neg_entropy) << where;
+            EXPECT_EQ(by_bucket.draw, after_keep.draw) << where;
+            EXPECT_NEAR(by_bucket.neg_entropy, static_cast<double>(hr),
+                        (n + 8) * kU * static_cast<double>(size))
+                << where;
+            long double cum = 0;
+            int32_t want_draw = -1;
+            bool near_edge = false;
+            for (size_t i = 0; i < n && want_draw < 0; ++i) {
+              cum += static_cast<long double>(e1[i]) / s;
+              if (e1[i] > 0 && fabsl(cum - u) < 1e-12L) near_edge = true;
+              if (cum > u) want_draw = static_cast<int32_t>(i);
+            }
+            if (!near_edge) EXPECT_EQ(by_bucket.draw, want_draw) << where << " u " << u;
+          }
+        }
       }
+    }
+  }
+}
+
+TEST(DreamPasses, MaxAllowed) {
+  for (const DreamPasses* p : implementations()) {
+    for (size_t n : {1u, 7u, 8u, 9u, 31u, 152064u}) {
+      Row r = make_row(n, 2.0, 0.0, static_cast<uint32_t>(7 * n));
+      if (n > 8) r.logits[5] = std::numeric_limits<float>::quiet_NaN();
+      float want = -std::numeric_limits<float>::infinity();
+      for (size_t i = 0; i < n; ++i)
+        if (r.allowed[i] && !std::isnan(r.logits[i]) && r.logits[i] > want) want = r.logits[i];
+      EXPECT_EQ(p->max_allowed(r.logits.data(), r.allowed.data(), n), want) << p->name << " n " << n;
+      std::vector<uint8_t> none(n, 0);
+      EXPECT_EQ(p->max_allowed(r.logits.data(), none.data(), n), -std::numeric_limits<float>::infinity());
     }
   }
 }
@@ -316,7 +372,7 @@ TEST(DreamRow, ConfidencesMatchTheDefinitionOnVocabularyRows) {
         const long double term =
             q > 0 ? q * logl(static_cast<long double>(static_cast<double>(q) + 1e-10)) : 0;
         h += term;
-        size += fabsl(term);
+        size += fabsl(term) + q;  // as in KeepThroughFindBucketFinish: an ulp in p
         if (q > top1) {
           top2 = top1;
           top1 = q;
