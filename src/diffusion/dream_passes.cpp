@@ -80,7 +80,7 @@ RowEnd finish_portable(double* e, const uint16_t* bucket, size_t n, int cut, dou
 
 constexpr DreamPasses kPortable = {
     "portable",           false,           exp_shifted_portable, keep_through_portable,
-    find_bucket_portable, finish_portable, max_allowed};
+    find_bucket_portable, finish_portable, max_allowed_scalar};
 
 }  // namespace
 
@@ -88,14 +88,8 @@ const DreamPasses& dream_passes_portable() {
   return kPortable;
 }
 
-bool cpu_has_avx2_fma() {
-  static const bool have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return have;
-}
-
-const DreamPasses& dream_passes() {
-  static const DreamPasses& chosen = cpu_has_avx2_fma() ? dream_passes_avx2() : dream_passes_portable();
-  return chosen;
+const DreamPasses& dream_passes(Isa isa) {
+  return isa == Isa::kScalar ? dream_passes_portable() : dream_passes_avx2();
 }
 
 }  // namespace dllm::diffusion

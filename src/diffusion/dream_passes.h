@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/isa.h"
+
 namespace dllm::diffusion {
 
 /// The histogram of a row: bucket b holds the allowed ids whose v lies in (m - (b+1)/64, m - b/64]
@@ -63,14 +65,15 @@ struct DreamPasses {
 /// std::exp / std::log, every sum in id order: the arithmetic the sampler had before the passes were
 /// fused, bit for bit.
 const DreamPasses& dream_passes_portable();
-/// 4 f64 lanes (dream_passes_avx2.cpp). Call only where cpu_has_avx2_fma().
+/// 4 f64 lanes (dream_passes_avx2.cpp). Call only where isa_supported(Isa::kAvx2).
 const DreamPasses& dream_passes_avx2();
-bool cpu_has_avx2_fma();
-/// AVX2 where the CPU has AVX2 and FMA, else portable; chosen once per process.
-const DreamPasses& dream_passes();
+/// The passes of the kernel path `isa` (the sampler's SamplerParams::isa, i.e. --isa): portable for
+/// Isa::kScalar, AVX2 for every other path (each of them implies AVX2 and FMA: base/isa.h). `isa`
+/// must be supported by this CPU (check_params checks).
+const DreamPasses& dream_passes(Isa isa);
 
 /// The AVX2 elementary functions, for tests: y[i] = exp(x[i]) for x[i] in [-708, 0] (0 below -708
-/// and for NaN), y[i] = log(x[i]) for positive normal x[i]. Call only where cpu_has_avx2_fma().
+/// and for NaN), y[i] = log(x[i]) for positive normal x[i]. Call only where isa_supported(Isa::kAvx2).
 void exp_avx2(const double* x, double* y, size_t n);
 void log_avx2(const double* x, double* y, size_t n);
 

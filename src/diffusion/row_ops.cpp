@@ -217,8 +217,9 @@ void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed
 }
 
 void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
-                 double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order) {
-  dream_probs(logits, allowed, temperature, top_p, top_k, probs, order, dream_passes());
+                 double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order,
+                 Isa isa) {
+  dream_probs(logits, allowed, temperature, top_p, top_k, probs, order, dream_passes(isa));
 }
 
 RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
@@ -275,9 +276,9 @@ RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allo
 
 RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
                     double top_p, int64_t top_k, DreamConfidence kind, Rng* categorical,
-                    std::vector<double>& probs, std::vector<int32_t>& order) {
+                    std::vector<double>& probs, std::vector<int32_t>& order, Isa isa) {
   return dream_row(logits, allowed, temperature, top_p, top_k, kind, categorical, probs, order,
-                   dream_passes());
+                   dream_passes(isa));
 }
 
 }  // namespace dllm::diffusion

@@ -56,9 +56,10 @@ enum class DreamConfidence {
 /// the sort-and-cumsum definition except where a cumulative mass lies within rounding (1e-16
 /// relative) of top_p x sum, where the summation order decides.
 void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
-                 double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order);
+                 double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order,
+                 Isa isa);
 /// The same with the given passes (tests force each implementation; the overload above uses
-/// dream_passes(), the best this CPU runs).
+/// dream_passes(isa)).
 void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
                  double top_p, int64_t top_k, std::vector<double>& probs, std::vector<int32_t>& order,
                  const DreamPasses& passes);
@@ -67,7 +68,7 @@ void dream_probs(std::span<const float> logits, std::span<const uint8_t> allowed
 /// (inverse CDF with one uniform from `categorical`) else argmax (lowest id on ties); confidence as `kind`.
 RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
                     double top_p, int64_t top_k, DreamConfidence kind, Rng* categorical,
-                    std::vector<double>& probs, std::vector<int32_t>& order);
+                    std::vector<double>& probs, std::vector<int32_t>& order, Isa isa);
 RowChoice dream_row(std::span<const float> logits, std::span<const uint8_t> allowed, double temperature,
                     double top_p, int64_t top_k, DreamConfidence kind, Rng* categorical,
                     std::vector<double>& probs, std::vector<int32_t>& order, const DreamPasses& passes);

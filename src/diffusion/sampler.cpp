@@ -244,7 +244,8 @@ class Run {
             c.confidence = Rng::stream(p_.seed, RngPurpose::kRandomRemask, rng_step, pos).uniform_open();
         } else {
           Rng g = Rng::stream(p_.seed, RngPurpose::kCategorical, rng_step, pos);
-          c = dream_row(row_logits(j), allowed_, p_.temperature, p_.top_p, p_.top_k, kind, &g, probs, order);
+          c = dream_row(row_logits(j), allowed_, p_.temperature, p_.top_p, p_.top_k, kind, &g, probs, order,
+                        p_.isa);
         }
         out[j] = {pos, c.token, c.confidence};
       }

@@ -114,7 +114,7 @@ struct SamplerParams {
   /// CPU kernel path of the per-row statistics (row_sums.h); must be one this CPU supports. The CLI
   /// passes choose_isa's answer for --isa, the one the CPU forward pass gets; default: the fastest.
   Isa isa = best_isa();
-  ParamNames names;   ///< how errors and warnings name the parameters above
+  ParamNames names;  ///< how errors and warnings name the parameters above
 };
 
 /// One step, as reported to on_step. Spans are valid only during the callback.

@@ -33,12 +33,13 @@ double ulps(double got, long double want) {
 
 std::vector<const DreamPasses*> implementations() {
   std::vector<const DreamPasses*> v = {&dream_passes_portable()};
-  if (cpu_has_avx2_fma()) v.push_back(&dream_passes_avx2());
+  if (dllm::isa_supported(dllm::Isa::kAvx2)) v.push_back(&dream_passes_avx2());
   return v;
 }
 
-#define SKIP_WITHOUT_AVX2() \
-  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU: the avx2 passes cannot run"
+#define SKIP_WITHOUT_AVX2()                   \
+  if (!dllm::isa_supported(dllm::Isa::kAvx2)) \
+  GTEST_SKIP() << "no AVX2 + FMA on this CPU: the avx2 passes cannot run"
 
 struct Row {
   std::vector<float> logits;
@@ -312,6 +313,16 @@ TEST(DreamPasses, MaxAllowed) {
       EXPECT_EQ(p->max_allowed(r.logits.data(), none.data(), n), -std::numeric_limits<float>::infinity());
     }
   }
+}
+
+// --isa scalar must run no SIMD code in the sampler either: SamplerParams::isa picks the passes.
+TEST(DreamPasses, IsaPicksThePasses) {
+  using dllm::Isa;
+  EXPECT_EQ(&dream_passes(Isa::kScalar), &dream_passes_portable());
+  for (const Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni})
+    EXPECT_EQ(&dream_passes(isa), &dream_passes_avx2()) << dllm::isa_name(isa);
+  EXPECT_STREQ(dream_passes(Isa::kScalar).name, "portable");
+  EXPECT_STREQ(dream_passes_avx2().name, "avx2");
 }
 
 // ---- the filters against their definition ----

@@ -103,7 +103,7 @@ TEST(DreamRow, TopPByHand) {
   const std::vector<float> lf = {2, 1, 0, -1, 3};
   std::vector<double> probs;
   std::vector<int32_t> order;
-  dream_probs(lf, all_allowed(5), 0.0, 0.9, 0, probs, order);
+  dream_probs(lf, all_allowed(5), 0.0, 0.9, 0, probs, order, dllm::best_isa());
   const double z = std::exp(3.0) + std::exp(2.0) + std::exp(1.0);
   EXPECT_NEAR(probs[4], std::exp(3.0) / z, 1e-12);
   EXPECT_NEAR(probs[0], std::exp(2.0) / z, 1e-12);
@@ -111,11 +111,11 @@ TEST(DreamRow, TopPByHand) {
   EXPECT_EQ(probs[2], 0.0);
   EXPECT_EQ(probs[3], 0.0);
   // top_p = .5: the first id alone passes .5, so only it stays.
-  dream_probs(lf, all_allowed(5), 0.0, 0.5, 0, probs, order);
+  dream_probs(lf, all_allowed(5), 0.0, 0.5, 0, probs, order, dllm::best_isa());
   EXPECT_EQ(probs[4], 1.0);
   // Temperature first: l / .5 = [4, 2, 0, -2, 6]: softmax .8647, .1170, ... cumulative .8647, .9818:
   // id 1 (cumulative before it .9818 > .9) is dropped, so ids 4 and 0 stay.
-  dream_probs(lf, all_allowed(5), 0.5, 0.9, 0, probs, order);
+  dream_probs(lf, all_allowed(5), 0.5, 0.9, 0, probs, order, dllm::best_isa());
   const double z2 = std::exp(6.0) + std::exp(4.0);
   EXPECT_NEAR(probs[4], std::exp(6.0) / z2, 1e-12);
   EXPECT_NEAR(probs[0], std::exp(4.0) / z2, 1e-12);
@@ -128,7 +128,7 @@ TEST(DreamRow, TopPFlatRowUsesFullOrder) {
   std::vector<float> lf(1000, 0.5f);
   std::vector<double> probs;
   std::vector<int32_t> order;
-  dream_probs(lf, all_allowed(1000), 0.0, 0.3, 0, probs, order);
+  dream_probs(lf, all_allowed(1000), 0.0, 0.3, 0, probs, order, dllm::best_isa());
   int kept = 0;
   for (size_t i = 0; i < probs.size(); ++i) kept += probs[i] > 0;
   // cumulative before id j is j/1000 (rounded): ids 0..300 have <= .3 before them (id 300: .3,
@@ -142,18 +142,18 @@ TEST(DreamRow, TopKByHand) {
   const std::vector<float> lf = {2, 1, 0, -1, 3};
   std::vector<double> probs;
   std::vector<int32_t> order;
-  dream_probs(lf, all_allowed(5), 0.0, 1.0, 2, probs, order);
+  dream_probs(lf, all_allowed(5), 0.0, 1.0, 2, probs, order, dllm::best_isa());
   const double z = std::exp(3.0) + std::exp(2.0);
   EXPECT_NEAR(probs[4], std::exp(3.0) / z, 1e-12);
   EXPECT_NEAR(probs[0], std::exp(2.0) / z, 1e-12);
   EXPECT_EQ(probs[1] + probs[2] + probs[3], 0.0);
   const std::vector<float> ties = {1, 1, 0};
-  dream_probs(ties, all_allowed(3), 0.0, 1.0, 1, probs, order);
+  dream_probs(ties, all_allowed(3), 0.0, 1.0, 1, probs, order, dllm::best_isa());
   EXPECT_NEAR(probs[0], 0.5, 1e-12);
   EXPECT_NEAR(probs[1], 0.5, 1e-12);
   EXPECT_EQ(probs[2], 0.0);
   // top_k larger than the vocabulary is clamped (torch: min(top_k, vocab)).
-  dream_probs(lf, all_allowed(5), 0.0, 1.0, 99, probs, order);
+  dream_probs(lf, all_allowed(5), 0.0, 1.0, 99, probs, order, dllm::best_isa());
   EXPECT_GT(probs[3], 0.0);
 }
 
@@ -165,13 +165,15 @@ TEST(DreamRow, ConfidenceKinds) {
   std::vector<float> lf;
   for (double v : p) lf.push_back(static_cast<float>(std::log(v)));
   const auto allowed = all_allowed(4);
-  const RowChoice a = dream_row(lf, allowed, 0.0, 1.0, 0, DreamConfidence::kProb, nullptr, probs, order);
+  const RowChoice a =
+      dream_row(lf, allowed, 0.0, 1.0, 0, DreamConfidence::kProb, nullptr, probs, order, dllm::best_isa());
   EXPECT_EQ(a.token, 0);
   EXPECT_NEAR(a.confidence, 0.6, 1e-6);
-  const RowChoice b = dream_row(lf, allowed, 0.0, 1.0, 0, DreamConfidence::kMargin, nullptr, probs, order);
+  const RowChoice b =
+      dream_row(lf, allowed, 0.0, 1.0, 0, DreamConfidence::kMargin, nullptr, probs, order, dllm::best_isa());
   EXPECT_NEAR(b.confidence, 0.6 - 0.2, 1e-6);
-  const RowChoice c =
-      dream_row(lf, allowed, 0.0, 1.0, 0, DreamConfidence::kNegEntropy, nullptr, probs, order);
+  const RowChoice c = dream_row(lf, allowed, 0.0, 1.0, 0, DreamConfidence::kNegEntropy, nullptr, probs, order,
+                                dllm::best_isa());
   double neg_h = 0;
   for (double v : p) neg_h += v * std::log(v + 1e-10);
   EXPECT_NEAR(c.confidence, neg_h, 1e-6);
@@ -188,7 +190,8 @@ TEST(DreamRow, CategoricalFrequencies) {
   std::vector<int64_t> counts(4, 0);
   for (int64_t i = 0; i < n; ++i) {
     Rng g = Rng::stream(9, RngPurpose::kCategorical, i, 0);
-    const RowChoice c = dream_row(lf, all_allowed(4), 0.8, 1.0, 0, DreamConfidence::kProb, &g, probs, order);
+    const RowChoice c = dream_row(lf, all_allowed(4), 0.8, 1.0, 0, DreamConfidence::kProb, &g, probs, order,
+                                  dllm::best_isa());
     counts[c.token]++;
     ASSERT_NEAR(c.confidence, softmax(l, 0.8)[c.token], 1e-12);
   }
@@ -197,7 +200,9 @@ TEST(DreamRow, CategoricalFrequencies) {
   counts.assign(4, 0);
   for (int64_t i = 0; i < 20000; ++i) {
     Rng g = Rng::stream(9, RngPurpose::kCategorical, i, 1);
-    counts[dream_row(lf, all_allowed(4), 0.8, 1.0, 2, DreamConfidence::kProb, &g, probs, order).token]++;
+    counts[dream_row(lf, all_allowed(4), 0.8, 1.0, 2, DreamConfidence::kProb, &g, probs, order,
+                     dllm::best_isa())
+               .token]++;
   }
   EXPECT_EQ(counts[1] + counts[2], 0);
 }
@@ -210,7 +215,7 @@ TEST(DreamRow, DisallowedNeverSampled) {
   for (int i = 0; i < 2000; ++i) {
     Rng g = Rng::stream(5, RngPurpose::kCategorical, i, 0);
     const RowChoice c = dream_row(lf, allowed, i % 3 ? 1.5 : 0.0, i % 2 ? 0.95 : 1.0, i % 5,
-                                  DreamConfidence::kProb, &g, probs, order);
+                                  DreamConfidence::kProb, &g, probs, order, dllm::best_isa());
     ASSERT_TRUE(c.token == 0 || c.token == 2 || c.token == 4) << c.token;
   }
 }
