@@ -292,7 +292,9 @@ TEST(DreamPasses, KeepThroughFindBucketFinish) {
               if (e1[i] > 0 && fabsl(cum - u) < 1e-12L) near_edge = true;
               if (cum > u) want_draw = static_cast<int32_t>(i);
             }
-            if (!near_edge) EXPECT_EQ(by_bucket.draw, want_draw) << where << " u " << u;
+            if (!near_edge) {
+              EXPECT_EQ(by_bucket.draw, want_draw) << where << " u " << u;
+            }
           }
         }
       }
