@@ -442,18 +442,18 @@ TEST_F(Hub, FileNamesThatLeaveTheCacheAreRefused) {
 }
 
 TEST_F(Hub, BrokenOrHostileModelInfoIsAClearError) {
-  hub_.set_faults(json::array({{{"where", "api"}, {"body", "<html>not json"}}}));
+  hub_->set_faults(json::array({{{"where", "api"}, {"body", "<html>not json"}}}));
   EXPECT_THAT(error_of([&] { dllm::hub::lookup_remote("org/tiny", opts()); }),
-              HasSubstr("unexpected answer from " + hub_.endpoint() +
+              HasSubstr("unexpected answer from " + hub_->endpoint() +
                         "/api/models/org/tiny/revision/main?blobs=true"
                         " (not JSON): is HF_ENDPOINT"));
   // 65 MiB of listing: the client stops reading at 64 MiB instead of holding it all.
-  hub_.set_faults(
+  hub_->set_faults(
       json::array({{{"where", "api"}, {"body", std::string(1 << 20, ' ')}, {"body_repeat", 65}}}));
   EXPECT_THAT(error_of([&] { dllm::hub::lookup_remote("org/tiny", opts()); }),
               HasSubstr("(more than 64 MiB): is HF_ENDPOINT"));
   // A name with a terminal escape and a way out of the cache: refused, and shown escaped.
-  hub_.set_faults(json::array(
+  hub_->set_faults(json::array(
       {{{"where", "api"},
         {"body",
          json({{"sha", "a"},
