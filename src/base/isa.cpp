@@ -2,10 +2,17 @@
 // asm helpers from <cpuid.h>; no SIMD intrinsics, so this file runs on any x86-64.
 #include "base/isa.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "base/error.h"
+
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -22,6 +29,19 @@ uint64_t read_xcr0() {
   uint32_t eax = 0, edx = 0;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (uint64_t(edx) << 32) | eax;
+}
+
+// Linux's permission request for the tile data state (arch/x86/include/uapi/asm/prctl.h:
+// ARCH_REQ_XCOMP_PERM 0x1023; XFEATURE_XTILEDATA 18). Returns 0 or the errno.
+int request_tile_permission() {
+#ifdef __linux__
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr unsigned long kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0) return 0;
+  return errno;
+#else
+  return ENOSYS;
+#endif
 }
 #endif
 
@@ -43,8 +63,15 @@ CpuFeatures detect() {
   f.f16c = (c >> 29) & 1;
   if (max_leaf < 7) return f;
   __cpuid_count(7, 0, a, b, c, d);
-  const unsigned ebx7 = b, ecx7 = c, max_sub7 = a;
+  const unsigned ebx7 = b, ecx7 = c, edx7 = d, max_sub7 = a;
   f.avx2 = (ebx7 >> 5) & 1;
+  f.amx_tile = (edx7 >> 24) & 1;
+  f.amx_int8 = (edx7 >> 25) & 1;
+  f.os_tile_state = (xcr0 & 0x60000) == 0x60000;  // XTILECFG (bit 17), XTILEDATA (bit 18)
+  if (f.amx_tile && f.amx_int8 && f.os_tile_state) {
+    f.amx_permission_errno = request_tile_permission();
+    f.amx_permitted = f.amx_permission_errno == 0;
+  }
   if (os_avx512) {
     f.avx512f = (ebx7 >> 16) & 1;
     f.avx512dq = (ebx7 >> 17) & 1;
@@ -69,8 +96,23 @@ constexpr IsaNames kNames[] = {{Isa::kScalar, "scalar"},
                                {Isa::kAvx2, "avx2"},
                                {Isa::kAvxVnni, "avxvnni"},
                                {Isa::kAvx512Vnni, "avx512vnni"},
-                               {Isa::kAvx512Vnni, "avx512"}};
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni};
+                               {Isa::kAvx512Vnni, "avx512"},
+                               {Isa::kAmx, "amx"}};
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAmx};
+
+// Why the tile unit cannot be used, apart from the AVX-512 part kAmx also needs; empty when it can.
+std::string tile_reason(const CpuFeatures& f) {
+  if (!f.amx_tile || !f.amx_int8) {
+    std::string out = "cpu lacks";
+    if (!f.amx_tile) out += " amx_tile";
+    if (!f.amx_int8) out += " amx_int8";
+    return out;
+  }
+  if (!f.os_tile_state) return "OS does not enable tile state (XCR0 bits 17-18)";
+  if (!f.amx_permitted)
+    return std::string("OS did not grant XTILEDATA: ") + std::strerror(f.amx_permission_errno);
+  return "";
+}
 
 // What `isa` needs beyond what this machine has, as "AVX2 FMA" etc.; empty when supported.
 std::string missing_features(Isa isa) {
@@ -87,12 +129,16 @@ std::string missing_features(Isa isa) {
   need(f.fma, "FMA");
   need(f.f16c, "F16C");
   if (isa == Isa::kAvxVnni) need(f.avx_vnni, "AVX-VNNI");
-  if (isa == Isa::kAvx512Vnni) {
+  if (isa == Isa::kAvx512Vnni || isa == Isa::kAmx) {
     need(f.avx512f, "AVX-512F");
     need(f.avx512bw, "AVX-512BW");
     need(f.avx512vl, "AVX-512VL");
     need(f.avx512dq, "AVX-512DQ");
     need(f.avx512vnni, "AVX-512VNNI");
+  }
+  if (isa == Isa::kAmx) {
+    const std::string tiles = tile_reason(f);
+    if (!tiles.empty()) need(false, ("AMX (" + tiles + ")").c_str());
   }
   return out;
 }
@@ -119,8 +165,21 @@ const char* isa_name(Isa isa) {
       return "avxvnni";
     case Isa::kAvx512Vnni:
       return "avx512vnni";
+    case Isa::kAmx:
+      return "amx";
   }
   return "unknown";
+}
+
+Isa vector_isa(Isa isa) {
+  return isa == Isa::kAmx ? Isa::kAvx512Vnni : isa;
+}
+
+std::string amx_unavailable_reason() {
+  const std::string tiles = tile_reason(cpu_features());
+  if (!tiles.empty()) return tiles;
+  const std::string vec = missing_features(Isa::kAvx512Vnni);
+  return vec.empty() ? "" : "cpu/OS lacks " + vec;
 }
 
 const CpuFeatures& cpu_features() {
@@ -144,7 +203,7 @@ Isa parse_isa(std::string_view name) {
     if (name == n.name) return n.isa;
   }
   throw UsageError("unknown ISA '" + std::string(name) +
-                   "': expected auto, scalar, avx2, avxvnni or avx512vnni");
+                   "': expected auto, scalar, avx2, avxvnni, avx512vnni or amx");
 }
 
 Isa choose_isa(std::string_view requested) {
@@ -179,8 +238,16 @@ Isa choose_isa(std::string_view requested) {
   return isa;
 }
 
+std::string amx_status(Isa chosen) {
+  if (chosen == Isa::kAmx) return "running";
+  const std::string why = amx_unavailable_reason();
+  if (why.empty()) return "supported, not chosen (--isa amx runs it)";
+  return "unavailable: " + why;
+}
+
 std::string describe_isa(Isa chosen) {
-  return std::string("cpu: ") + isa_name(chosen) + " (supported: " + supported_list() + ")";
+  return std::string("cpu: ") + isa_name(chosen) + " (supported: " + supported_list() +
+         "; amx: " + amx_status(chosen) + ")";
 }
 
 }  // namespace dllm

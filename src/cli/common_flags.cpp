@@ -130,9 +130,11 @@ void add_compute_flags(CLI::App& sub, ComputeFlags& f) {
           },
           "INT in [0, " + std::to_string(cap) + "]"))
       ->default_val(0);
-  sub.add_option("--isa", f.isa,
-                 "CPU kernel path: scalar, avx2, avxvnni, avx512vnni (default: best this CPU runs)")
-      ->check(CLI::IsMember({"auto", "scalar", "ref", "avx2", "avxvnni", "avx512vnni", "avx512"}));
+  sub.add_option(
+         "--isa", f.isa,
+         "CPU kernel path: scalar, avx2, avxvnni, avx512vnni, amx (default: the best of the first four "
+         "this CPU runs; amx, the GEMM on Intel AMX tiles, only when asked for)")
+      ->check(CLI::IsMember({"auto", "scalar", "ref", "avx2", "avxvnni", "avx512vnni", "avx512", "amx"}));
   sub.add_option("--device", f.device,
                  "Where the model runs: cpu, gpu, or auto (a usable NVIDIA GPU, else the CPU; the CPU when "
                  "--isa or DLLM_CPU_ISA picks a CPU kernel path)")

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/isa.h"
 #include "cli/util.h"
 
 namespace dllm::cli {
@@ -28,6 +29,8 @@ std::string report_json(const RunReport& r) {
   j["quant_mix"] = r.quant_mix;
   j["device"] = r.device;
   j["isa"] = r.isa;
+  // Why the AMX tile path did or did not run (auto never picks it; base/isa.h).
+  if (r.device == "cpu") j["amx"] = amx_status(r.isa == "amx" ? Isa::kAmx : Isa::kScalar);
   j["threads"] = r.threads;
   j["seed"] = r.seed;
   j["sampler"] = r.sampler;

@@ -1,6 +1,6 @@
 // make_matrix: picks the kernel for a weight type and ISA. Q4_K, Q5_K, Q6_K and Q8_0 weights are
 // repacked into the interleaved 16-row layouts of cpu/qgemm.h and cpu/kernels/qgemm_bytes.h and
-// multiplied by the kernel of the chosen ISA (scalar, AVX2, AVX-VNNI, AVX-512 VNNI); every other type
+// multiplied by the kernel of the chosen ISA (scalar, AVX2, AVX-VNNI, AVX-512 VNNI, AMX); every other type
 // uses the portable reference matrices (matmul_ref.cpp).
 #include "cpu/matmul.h"
 
@@ -13,6 +13,7 @@
 #include "base/isa.h"
 #include "cpu/kernels/qgemm.h"
 #include "cpu/kernels/qgemm_bytes.h"
+#include "cpu/kernels/qgemm_tiles.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu {
@@ -22,10 +23,11 @@ namespace {
 using Kernel = void (*)(const qgemm::GemmArgs&);
 
 // The kernel of each packed layout for one path. q6_K8: Q6_K uses the Q6K8Block byte layout (the
-// AVX-512 path); u8: the Q8_0 kernel multiplies the activations + 128 (the VNNI paths).
+// AVX-512 and AMX paths); u8: the Q8_0 kernel multiplies the activations + 128 (the VNNI paths);
+// q6_K8_u8: the Q6K8Block kernel does too (AVX-512; the tiles multiply signed bytes).
 struct KernelSet {
   Kernel q4_K, q5_K, q6_K, q8_0;
-  bool q6_K8 = false, u8 = false;
+  bool q6_K8 = false, u8 = false, q6_K8_u8 = true;
 };
 
 KernelSet kernel_set(Isa isa) {
@@ -37,6 +39,8 @@ KernelSet kernel_set(Isa isa) {
       return {gemm_q4_K_avxvnni, gemm_q5_K_avxvnni, gemm_q6_K_avxvnni, gemm_q8_0_avxvnni, false, true};
     case Isa::kAvx512Vnni:
       return {gemm_q4_K_avx512, gemm_q5_K_avx512, gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true};
+    case Isa::kAmx:
+      return {gemm_q4_K_amx, gemm_q5_K_amx, gemm_q6_K8_amx, gemm_q8_0_amx, true, false, false};
     case Isa::kScalar:
       break;
   }
@@ -54,12 +58,12 @@ class PackedMatrix final : public Matrix {
   static constexpr bool kQ6K8 = std::is_same_v<Block, qgemm::Q6K8Block>;
 
  public:
-  // u8: the kernel reads the Q8_0 activations + 128 (GemmArgs::xu8); Q8_0 only.
+  // u8: the kernel reads the activations + 128 (GemmArgs::xu8); Q8_0 and Q6K8Block only.
   PackedMatrix(int64_t n_out, int64_t n_in, qgemm::AlignedArray<Block> blocks, Kernel kernel, bool u8)
       : Matrix(n_out, n_in), blocks_(std::move(blocks)), kernel_(kernel), u8_(u8) {}
 
   bool wants_q8k() const override { return !kQ8_0; }
-  bool wants_q8u() const override { return kQ6K8; }
+  bool wants_q8u() const override { return kQ6K8 && u8_; }
   bool wants_q8_0() const override { return kQ8_0; }
   bool wants_q8_0u() const override { return kQ8_0 && u8_; }
   // Two 16-row groups: the SIMD kernels' widest tile (one activation broadcast feeds both).
@@ -93,7 +97,7 @@ class PackedMatrix final : public Matrix {
         a.bs32 = bs32.data();
       }
     }
-    if constexpr (kQ6K8) {
+    if (kQ6K8 && u8_) {
       if (x.q8u != nullptr) {
         a.xu8 = x.q8u;
       } else {
@@ -168,7 +172,8 @@ std::unique_ptr<Matrix> make_packed(const gguf::TensorInfo& tensor, const uint8_
     // The byte layout: 1.3x the bytes of Q6KBlock, but the kernel no longer spends most of its
     // instructions unpacking (docs/kernels.md).
     auto blocks = qgemm::pack_q6_K8(reinterpret_cast<const quant::block_q6_K*>(data), n_out, n_in);
-    return std::make_unique<PackedMatrix<qgemm::Q6K8Block>>(n_out, n_in, std::move(blocks), k.q6_K, false);
+    return std::make_unique<PackedMatrix<qgemm::Q6K8Block>>(n_out, n_in, std::move(blocks), k.q6_K,
+                                                            k.q6_K8_u8);
   }
   auto blocks = qgemm::pack_q6_K(reinterpret_cast<const quant::block_q6_K*>(data), n_out, n_in);
   return std::make_unique<PackedMatrix<qgemm::Q6KBlock>>(n_out, n_in, std::move(blocks), k.q6_K, false);
@@ -199,6 +204,14 @@ std::unique_ptr<Matrix> make_matrix_vnni_emulated(const gguf::TensorInfo& tensor
   return make_packed(
       tensor, data,
       KernelSet{gemm_q4_K_vnniemu, gemm_q5_K_vnniemu, gemm_q6_K_vnniemu, gemm_q8_0_vnniemu, false, true});
+}
+
+std::unique_ptr<Matrix> make_matrix_amx_emulated(const gguf::TensorInfo& tensor, const uint8_t* data) {
+  if (!packed_type(tensor.type)) return make_matrix_ref(tensor, data);
+  using namespace qgemm;
+  return make_packed(
+      tensor, data,
+      KernelSet{gemm_q4_K_amxemu, gemm_q5_K_amxemu, gemm_q6_K8_amxemu, gemm_q8_0_amxemu, true, false, false});
 }
 
 }  // namespace dllm::cpu

@@ -83,6 +83,11 @@ std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_
 /// lacks AVX2.
 std::unique_ptr<Matrix> make_matrix_vnni_emulated(const gguf::TensorInfo& tensor, const uint8_t* data);
 
+/// Tests only: make_matrix(tensor, data, Isa::kAmx) for Q4_K, Q5_K, Q6_K, Q8_0 with the tile
+/// instructions emulated in scalar code (cpu/kernels/tile_unit.h TileEmu), so the AMX kernels' packing,
+/// indexing and arithmetic run on any x86-64 CPU. Other types as make_matrix. Slow.
+std::unique_ptr<Matrix> make_matrix_amx_emulated(const gguf::TensorInfo& tensor, const uint8_t* data);
+
 /// The portable reference matrices (src/cpu/matmul_ref.cpp): Q4_K / Q5_K / Q6_K through quant's
 /// scalar vec_dot over Q8_K activations, Q8_0 through vec_dot_q8_0_q8_0 over Q8_0 activations,
 /// F32 / F16 / BF16 through an f32 dot product.

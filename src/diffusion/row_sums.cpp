@@ -7,9 +7,9 @@
 namespace dllm::diffusion {
 
 // kAvx512Vnni is supported only where the CPU and OS have every feature row_sums_avx512.cpp is
-// compiled with (CMakeLists.txt's *_avx512.cpp flags: F, BW, VL, DQ, VNNI; base/isa.h).
+// compiled with (CMakeLists.txt's *_avx512.cpp flags: F, BW, VL, DQ, VNNI; base/isa.h); so is kAmx.
 Isa row_sums_path(Isa isa) {
-  return isa == Isa::kAvx512Vnni ? Isa::kAvx512Vnni : Isa::kScalar;
+  return vector_isa(isa) == Isa::kAvx512Vnni ? Isa::kAvx512Vnni : Isa::kScalar;
 }
 
 float max_allowed_scalar(const float* logits, const uint8_t* allowed, size_t n) {

@@ -62,7 +62,8 @@ TEST(Dispatch, ParsesNamesAndAliases) {
   EXPECT_EQ(parse_isa("avxvnni"), Isa::kAvxVnni);
   EXPECT_EQ(parse_isa("avx512vnni"), Isa::kAvx512Vnni);
   EXPECT_EQ(parse_isa("avx512"), Isa::kAvx512Vnni);
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni})
+  EXPECT_EQ(parse_isa("amx"), Isa::kAmx);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAmx})
     EXPECT_EQ(parse_isa(isa_name(isa)), isa);
 }
 
@@ -72,7 +73,7 @@ TEST(Dispatch, UnknownNameIsAUsageErrorListingTheNames) {
     FAIL() << "no exception";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "unknown ISA 'sse9': expected auto, scalar, avx2, avxvnni or avx512vnni");
+              "unknown ISA 'sse9': expected auto, scalar, avx2, avxvnni, avx512vnni or amx");
     EXPECT_EQ(e.exit_code(), kExitUsage);
   }
 }
@@ -138,6 +139,66 @@ TEST(Dispatch, UnsupportedIsaIsRefusedNamingWhatIsMissing) {
 TEST(Dispatch, DescribeNamesTheChoiceAndTheSupportedPaths) {
   const std::string s = describe_isa(Isa::kScalar);
   EXPECT_EQ(s.rfind("cpu: scalar (supported: scalar", 0), 0u) << s;
+}
+
+// AMX: /proc/cpuinfo lists amx_tile / amx_int8 only where CPUID has them (a kernel too old to know
+// the names lists neither), and where the whole path is usable the kernel knows and lists both.
+TEST(Dispatch, AmxFlagsAgreeWithProcCpuinfo) {
+  const std::set<std::string> flags = proc_cpu_flags();
+  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags line on this system";
+  const CpuFeatures& f = cpu_features();
+  if (flags.count("amx_tile")) EXPECT_TRUE(f.amx_tile);
+  if (flags.count("amx_int8")) EXPECT_TRUE(f.amx_int8);
+  if (isa_supported(Isa::kAmx)) {
+    EXPECT_TRUE(flags.count("amx_tile") && flags.count("amx_int8"));
+    EXPECT_TRUE(f.os_tile_state && f.amx_permitted);
+    EXPECT_TRUE(isa_supported(Isa::kAvx512Vnni));
+    EXPECT_EQ(amx_unavailable_reason(), "");
+  } else {
+    EXPECT_NE(amx_unavailable_reason(), "");
+  }
+  // The permission is asked for only where the CPU and OS have the tile state.
+  if (!(f.amx_tile && f.amx_int8 && f.os_tile_state)) {
+    EXPECT_FALSE(f.amx_permitted);
+    EXPECT_EQ(f.amx_permission_errno, 0);
+  }
+}
+
+// auto (flag or environment) never picks the tile path, with or without AMX.
+TEST(Dispatch, AutoNeverPicksAmx) {
+  EXPECT_NE(best_isa(), Isa::kAmx);
+  ScopedEnv env("DLLM_CPU_ISA", nullptr);
+  EXPECT_NE(choose_isa(""), Isa::kAmx);
+  EXPECT_NE(choose_isa("auto"), Isa::kAmx);
+  EXPECT_EQ(vector_isa(Isa::kAmx), Isa::kAvx512Vnni);
+  EXPECT_EQ(vector_isa(Isa::kAvx2), Isa::kAvx2);
+}
+
+// Without AMX, --isa amx (and DLLM_CPU_ISA=amx) is a usage error that says what is missing.
+TEST(Dispatch, AmxWithoutAmxIsAUsageErrorNamingWhatIsMissing) {
+  if (isa_supported(Isa::kAmx)) {
+    ScopedEnv env("DLLM_CPU_ISA", nullptr);
+    EXPECT_EQ(choose_isa("amx"), Isa::kAmx);
+    EXPECT_NE(describe_isa(Isa::kAmx).find("amx: running"), std::string::npos);
+    GTEST_SKIP() << "this CPU/OS runs the amx path (" << describe_isa(Isa::kAmx) << ")";
+  }
+  const std::string why = amx_unavailable_reason();
+  for (const char* env_value : {static_cast<const char*>(nullptr), "amx"}) {
+    ScopedEnv env("DLLM_CPU_ISA", env_value);
+    try {
+      choose_isa(env_value ? "" : "amx");
+      FAIL() << "no exception";
+    } catch (const UsageError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(env_value ? "DLLM_CPU_ISA=amx: this CPU/OS lacks" : "--isa amx: this CPU/OS lacks"),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find(why), std::string::npos) << msg;
+    }
+  }
+  EXPECT_NE(describe_isa(best_isa()).find("; amx: unavailable: " + why + ")"), std::string::npos)
+      << describe_isa(best_isa());
+  EXPECT_EQ(amx_status(best_isa()), "unavailable: " + why);
 }
 
 }  // namespace

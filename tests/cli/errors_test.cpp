@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/isa.h"
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
 #include "run_binary.h"
@@ -395,6 +396,23 @@ TEST(CliErrors, BadFlagValues) {
     EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
     EXPECT_NE(r.err.find(c[0]), std::string::npos) << r.err;
   }
+}
+
+// Where the CPU or OS lacks AMX, --isa amx is a usage error naming what is missing; where it has
+// AMX, the run succeeds and --json says the tile path ran.
+TEST(CliErrors, IsaAmxRunsOrSaysWhatIsMissing) {
+  const RunResult r = run_dllm(
+      {"run", "--model", llada_path(), "--prompt", "Hi", "--max-tokens", "8", "--isa", "amx", "--json"});
+  if (isa_supported(Isa::kAmx)) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("\"amx\":\"running\""), std::string::npos) << r.out;
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("--isa amx: this CPU/OS lacks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(amx_unavailable_reason()), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 TEST(CliErrors, GpuDeviceRunsOrSaysWhyNot) {

@@ -1,6 +1,8 @@
 // The packed Q4_K / Q5_K / Q6_K / Q8_0 GEMM (src/cpu/kernels/qgemm_*, make_matrix) on every
 // ISA path this CPU supports, plus the AVX-VNNI kernels with their VNNI instructions emulated in AVX2
-// (make_matrix_vnni_emulated), which runs the VNNI code paths on CPUs without VNNI.
+// (make_matrix_vnni_emulated), which runs the VNNI code paths on CPUs without VNNI, and the AMX tile
+// kernels over the scalar emulation of the tile instructions (make_matrix_amx_emulated), which runs
+// the tile kernel's packing, indexing and arithmetic on any CPU.
 //
 // Oracle: an f64 GEMM over the weights as quant::dequantize_row decodes them (the quant library's
 // decoder, not the repacking code) and the activations as d * qs (Q8_K for the K-quants, Q8_0 for
@@ -393,7 +395,7 @@ std::vector<float> run(const Matrix& m, const Acts& a, int64_t ldy, int64_t chun
 // ---------------------------------------------------------------------------------------------------
 
 // A kernel path: an Isa through make_matrix, or the AVX-VNNI kernels with emulated VNNI instructions.
-enum class Path { kScalar, kAvx2, kAvxVnniEmulated, kAvxVnni, kAvx512Vnni };
+enum class Path { kScalar, kAvx2, kAvxVnniEmulated, kAvxVnni, kAvx512Vnni, kAmxEmulated, kAmx };
 
 std::string path_name(Path p) {
   switch (p) {
@@ -407,15 +409,22 @@ std::string path_name(Path p) {
       return "avxvnni";
     case Path::kAvx512Vnni:
       return "avx512vnni";
+    case Path::kAmxEmulated:
+      return "amx_emulated";
+    case Path::kAmx:
+      return "amx";
   }
   return "?";
 }
 
-// The Isa whose support a path needs (the emulation runs on AVX2).
+// The Isa whose support a path needs (the VNNI emulation runs on AVX2, the tile emulation anywhere).
 Isa path_isa(Path p) {
   switch (p) {
     case Path::kScalar:
+    case Path::kAmxEmulated:
       return Isa::kScalar;
+    case Path::kAmx:
+      return Isa::kAmx;
     case Path::kAvx2:
     case Path::kAvxVnniEmulated:
       return Isa::kAvx2;
@@ -429,6 +438,7 @@ Isa path_isa(Path p) {
 
 std::unique_ptr<Matrix> make_for(Path p, const Weights& w) {
   if (p == Path::kAvxVnniEmulated) return make_matrix_vnni_emulated(w.info(), w.bytes.data());
+  if (p == Path::kAmxEmulated) return make_matrix_amx_emulated(w.info(), w.bytes.data());
   return make_matrix(w.info(), w.bytes.data(), path_isa(p));
 }
 
@@ -501,6 +511,12 @@ TEST_P(QGemm, OneGroupOneToken) {
 // Every token-tile tail (tiles of 4 tokens: remainders 1, 2, 3) and a row count off the 16-row grid.
 TEST_P(QGemm, TokenTails) {
   for (int64_t n_tokens = 1; n_tokens <= 13; ++n_tokens) check(50, 512, n_tokens);
+}
+
+// Token counts around the tile kernel's 16-token tiles and 32-token steps (one full and one partial
+// token tile, a partial second tile), with 40 rows: a group pair and a lone group.
+TEST_P(QGemm, TokenTilesOf16) {
+  for (int64_t n_tokens : {15, 16, 17, 31, 32, 33, 47}) check(40, 512, n_tokens);
 }
 
 // Dream's attn_k (128 x 3584: 14 super-blocks per row), canvas-sized token counts.
@@ -597,7 +613,8 @@ TEST_P(QGemm, BoundControls) {
 
 std::vector<Param> all_params() {
   std::vector<Param> v;
-  for (Path p : {Path::kScalar, Path::kAvx2, Path::kAvxVnniEmulated, Path::kAvxVnni, Path::kAvx512Vnni}) {
+  for (Path p : {Path::kScalar, Path::kAvx2, Path::kAvxVnniEmulated, Path::kAvxVnni, Path::kAvx512Vnni,
+                 Path::kAmxEmulated, Path::kAmx}) {
     for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) v.push_back({p, t});
   }
   return v;

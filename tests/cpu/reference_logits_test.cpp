@@ -55,7 +55,8 @@ class ReferenceLogitsIsa : public ::testing::TestWithParam<std::tuple<std::strin
 TEST_P(ReferenceLogitsIsa, MatchLlamaCpp) {
   DLLM_REQUIRE_REFERENCE();
   const auto [arch, isa] = GetParam();
-  if (!isa_supported(isa)) GTEST_SKIP() << "this CPU cannot run " << isa_name(isa);
+  if (!isa_supported(isa))
+    GTEST_SKIP() << "this CPU cannot run " << isa_name(isa) << " (" << describe_isa(best_isa()) << ")";
   const auto file = gguf::GgufFile::open(reference_model(arch).string());
   const auto model = model::Model::load(file);
   // The sequences with llama.cpp logits (sequence b's are held back).
@@ -74,11 +75,13 @@ TEST_P(ReferenceLogitsIsa, MatchLlamaCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    ArchsIsas, ReferenceLogitsIsa,
-    ::testing::Combine(::testing::Values("llada", "dream"),
-                       ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni)),
-    [](const auto& info) { return std::get<0>(info.param) + "_" + isa_name(std::get<1>(info.param)); });
+INSTANTIATE_TEST_SUITE_P(ArchsIsas, ReferenceLogitsIsa,
+                         ::testing::Combine(::testing::Values("llada", "dream"),
+                                            ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni,
+                                                              Isa::kAvx512Vnni, Isa::kAmx)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + isa_name(std::get<1>(info.param));
+                         });
 
 TEST_P(ReferenceLogits, WrongRopeModeFails) {
   DLLM_REQUIRE_REFERENCE();

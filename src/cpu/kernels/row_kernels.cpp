@@ -27,13 +27,14 @@ size_t attention_scratch_floats(int64_t head_dim, int64_t max_kv) {
 }
 
 const RowKernels& row_kernels(Isa isa) {
-  switch (isa) {
+  switch (vector_isa(isa)) {
     case Isa::kAvx512Vnni:
       return simd::row_kernels_avx512();
     case Isa::kAvx2:
     case Isa::kAvxVnni:
       return simd::row_kernels_avx2();
     case Isa::kScalar:
+    case Isa::kAmx:  // vector_isa maps it to kAvx512Vnni
       break;
   }
   return kScalarKernels;
