@@ -29,7 +29,11 @@ processes on a shared machine (spin-waiting threads still count).
 
 Usage: bench/e2e_bench.py [--bin build/bin] [--model PATH] [--threads 2] [--prompt-tokens 13]
                           [--gen 128] [--steps 4] [--steps-long 0] [--repeats 3] [--isa NAME]
-                          [--peak-json FILE] [--note TEXT]
+                          [--isa-b NAME] [--peak-json FILE] [--note TEXT]
+
+With --isa-b a second kernel path of ours runs in every repeat right after the first (e.g. --isa amx
+--isa-b avx512vnni: the AMX tile GEMM against the AVX-512 path, interleaved); its runs and figures
+go under "isa_b", whose speedup_forward is its forward time over that of --isa.
 """
 import argparse
 import datetime
@@ -76,7 +80,8 @@ def machine():
                 mem = int(line.split()[1]) * 1024
     except OSError:
         pass
-    isa = [f for f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni") if f" {f} " in flags + " "]
+    isa = [f for f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "amx_tile", "amx_int8")
+           if f" {f} " in flags + " "]
     return {"host": socket.gethostname(), "cpu": model, "logical_cpus": os.cpu_count(),
             "mem_bytes": mem, "isa_flags": isa, "kernel": platform.release()}
 
@@ -231,6 +236,16 @@ def summarize(result):
             # CPU seconds per step against the peak of both cores' seconds: independent of other load.
             f["floor_cpu_s_per_step"] = f["floor_ms_per_step"] / 1e3 * result["threads"]
             f["floor_over_slope_cpu"] = f["floor_cpu_s_per_step"] / result["slope"]["cpu_s_per_step"]
+    b = result.get("isa_b")
+    if b:  # the second kernel path: the same figures from its own runs
+        sub = {k: result.get(k) for k in ("model_bytes", "steps", "steps_long", "threads", "ops_per_step")}
+        sub.update(runs=b["runs"], runs_long=b.get("runs_long", []))
+        summarize(sub)
+        for k in ("median_step_ms", "median_forward_ms", "step_ms_per_step", "forward_ms_per_step", "load_ms",
+                  "peak_rss_bytes", "slope"):
+            if k in sub:
+                b[k] = sub[k]
+        b["speedup_forward"] = b["forward_ms_per_step"] / result["forward_ms_per_step"]
     lc = result.get("llama_cpp")
     if not lc:
         return result
@@ -268,6 +283,8 @@ def main():
                          "time then also come from the difference of the two runs (0: off)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--isa", default=None)
+    ap.add_argument("--isa-b", default=None,
+                    help="a second --isa for dllm, run interleaved with the first in every repeat (results under isa_b)")
     ap.add_argument("--peak-json", type=Path, default=None,
                     help="a bench/results/qgemm-*.json whose context has peak_zmm_vpdpbusd_gops: adds the floor")
     ap.add_argument("--note", default="", help="free text stored in the results file")
@@ -298,25 +315,27 @@ def main():
     prompt = prompt_with_n_tokens(bindir, a.model, a.prompt_tokens)
     canvas = a.prompt_tokens + a.gen
 
-    def ours_cmd(steps):
+    def ours_cmd(steps, isa=a.isa):
         cmd = [str(bindir / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt,
                "--max-tokens", str(a.gen), "--block-length", str(a.gen), "--steps", str(steps),
                "--threads", str(a.threads), "--no-early-stop", "--json"]
         # The CPU against llama.cpp's CPU: the binary's default device (auto) would take a GPU.
         device = [] if "--device" in a.extra else ["--device", "cpu"]
-        return cmd + device + (["--isa", a.isa] if a.isa else []) + a.extra
+        return cmd + device + (["--isa", isa] if isa else []) + a.extra
 
     llama = os.environ.get("LLAMA_DIFFUSION_CLI")
     step_counts = [a.steps] + ([a.steps_long] if a.steps_long else [])
     ours = {n: [] for n in step_counts}
     theirs = {n: [] for n in step_counts}
+    ours_b = {n: [] for n in step_counts}
     for i in range(a.repeats):
         for n in step_counts:
-            ours[n].append(run_ours(ours_cmd(n)))
-            o = ours[n][-1]
-            print(f"[{i + 1}/{a.repeats}] dllm {n} steps: {o['median_step_ms']:.0f} ms/step median, forward "
-                  f"{o['median_forward_ms']:.0f} ms, load {o['load_ms']:.0f} ms, cpu {o['cpu_s']} s, "
-                  f"load avg {o['loadavg_before']}", file=sys.stderr)
+            for isa, runs in [(a.isa, ours)] + ([(a.isa_b, ours_b)] if a.isa_b else []):
+                runs[n].append(run_ours(ours_cmd(n, isa)))
+                o = runs[n][-1]
+                print(f"[{i + 1}/{a.repeats}] dllm --isa {isa or 'auto'} {n} steps: {o['median_step_ms']:.0f} ms/step "
+                      f"median, forward {o['median_forward_ms']:.0f} ms, load {o['load_ms']:.0f} ms, cpu {o['cpu_s']} s, "
+                      f"load avg {o['loadavg_before']}", file=sys.stderr)
             if llama:
                 theirs[n].append(run_llama(llama_cmd(llama, a.model, prompt, canvas, n, a.threads), n))
                 t = theirs[n][-1]
@@ -340,6 +359,9 @@ def main():
         # 2 int8 ops (multiply, add) per weight per canvas position, all matrices but token_embd.
         "matmul_macs_per_token": macs, "ops_per_step": 2 * macs * canvas,
     }
+    if a.isa_b:
+        result["isa_b"] = {"isa": a.isa_b, "command": " ".join(ours_cmd(a.steps, a.isa_b)),
+                           "runs": ours_b[a.steps], "runs_long": ours_b[a.steps_long] if a.steps_long else []}
     if a.peak_json:
         ctx = json.loads(a.peak_json.read_text())["context"]
         result["floor"] = {"peak_file": str(a.peak_json.resolve().relative_to(ROOT)),

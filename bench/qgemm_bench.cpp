@@ -9,9 +9,14 @@
 //    reference peak is that of ymm vpmaddubsw instead (32 u8 x s8 products, 64 int8 ops, the
 //    instruction every AVX2 int8 kernel here issues at least once per 32 products); the file's
 //    context says which ("peak_reference").
+//    Where the CPU and OS run AMX (base/isa.h, Isa::kAmx), also the tile peak: a loop of tdpbusd into
+//    4 or 6 independent 16 x 16 int32 accumulators (tmm2..tmm7; A and B fixed in tmm0, tmm1), each
+//    instruction 16 x 16 x 64 multiply-adds = 32768 int8 ops; elsewhere the file's context says why
+//    it was skipped ("peak_tile").
 // 2. GEMM: y = W x for W = n_out x n_in (4096x4096, 12288x4096, 4096x12288 Q4_K and Q6_K, and the
 //    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens; the MoE attention shapes
-//    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; every supported SIMD path,
+//    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; every supported SIMD path (amx too,
+//    with tile_peak_frac_cpu = Gops_cpu over the tile peak),
 //    1 and 2 threads splitting the rows as the forward pass does (about 64 work items per matrix,
 //    OpenMP dynamic schedule). Counters: Gops = 2 n_out n_in L / wall time / 1e9 and peak_frac = that
 //    over (threads x the reference peak); Gops_cpu and peak_frac_cpu use the CPU time summed over the threads
@@ -165,6 +170,53 @@ Peak measure_peak(int reps) {
 
 Peak g_peak_zmm;  // the reference peak: zmm vpdpbusd, or ymm vpmaddubsw without AVX-512 VNNI
 
+// The tile peak: kAcc independent tdpbusd per iteration (inline asm, so this file needs no -mamx
+// flags; run only where isa_supported(Isa::kAmx), whose detection also asked the OS for the tile
+// state). The 64-byte LDTILECFG operand, palette 1: tmm0..tmm7 all 16 rows x 64 bytes.
+template <int kAcc>
+double tile_rate(int64_t n) {
+  static_assert(kAcc == 4 || kAcc == 6);
+  alignas(64) uint8_t cfg[64] = {};
+  cfg[0] = 1;
+  for (int t = 0; t < 8; ++t) {
+    cfg[16 + 2 * t] = 64;  // colsb, little-endian uint16
+    cfg[48 + t] = 16;      // rows
+  }
+  asm volatile("ldtilecfg %0\n\ttilezero %%tmm0\n\ttilezero %%tmm1\n\t" ::"m"(cfg) : "memory");
+  const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+  if constexpr (kAcc == 4) {
+    asm volatile(
+        "1:\n\ttdpbusd %%tmm1, %%tmm0, %%tmm4\n\ttdpbusd %%tmm1, %%tmm0, %%tmm5\n\t"
+        "tdpbusd %%tmm1, %%tmm0, %%tmm6\n\ttdpbusd %%tmm1, %%tmm0, %%tmm7\n\tdec %0\n\tjnz 1b\n\t"
+        : "+r"(n)::"cc");
+  } else {
+    asm volatile(
+        "1:\n\ttdpbusd %%tmm1, %%tmm0, %%tmm2\n\ttdpbusd %%tmm1, %%tmm0, %%tmm3\n\t"
+        "tdpbusd %%tmm1, %%tmm0, %%tmm4\n\ttdpbusd %%tmm1, %%tmm0, %%tmm5\n\t"
+        "tdpbusd %%tmm1, %%tmm0, %%tmm6\n\ttdpbusd %%tmm1, %%tmm0, %%tmm7\n\tdec %0\n\tjnz 1b\n\t"
+        : "+r"(n)::"cc");
+  }
+  const double s = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+  asm volatile("tilerelease" ::: "memory");
+  return double(n) * kAcc * 16 * 16 * 64 * 2 / s;
+}
+
+// Median of `reps` runs of the better of 4 and 6 accumulators (first pass).
+Peak measure_tile_peak(int reps) {
+  const int64_t n = 2'000'000;
+  tile_rate<6>(n / 4);  // warm up
+  const double r4 = tile_rate<4>(n), r6 = tile_rate<6>(n);
+  std::printf("amx tdpbusd, G int8 ops/s by accumulators 4/6: %.0f %.0f\n", r4 / 1e9, r6 / 1e9);
+  char by_acc[64];
+  std::snprintf(by_acc, sizeof by_acc, "%.0f %.0f", r4 / 1e9, r6 / 1e9);
+  std::vector<double> v;
+  for (int i = 0; i < reps; ++i) v.push_back(r6 >= r4 ? tile_rate<6>(n) : tile_rate<4>(n));
+  std::sort(v.begin(), v.end());
+  return Peak{v[v.size() / 2], v.back(), r6 >= r4 ? 6 : 4, by_acc};
+}
+
+Peak g_peak_tile;  // median 0 where the CPU or OS has no AMX
+
 // ---------------------------------------------------------------------------------------------------
 // Random but valid weights (finite f16 scales; speed does not depend on the values) and activations.
 
@@ -293,6 +345,8 @@ void BM_gemm(benchmark::State& state, Shape s, Isa isa, int64_t n_tokens, int n_
   state.counters["peak_frac"] = ops / real_s / (g_peak_zmm.median * n_threads);
   state.counters["Gops_cpu"] = ops / cpu_s / 1e9;
   state.counters["peak_frac_cpu"] = ops / cpu_s / g_peak_zmm.median;
+  if (isa == Isa::kAmx && g_peak_tile.median > 0)
+    state.counters["tile_peak_frac_cpu"] = ops / cpu_s / g_peak_tile.median;
   state.counters["threads"] = n_threads;
   state.counters["L"] = double(n_tokens);
 }
@@ -349,6 +403,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "qgemm_bench: no AVX2 here, so no SIMD path to measure\n");
     return 1;
   }
+  if (isa_supported(Isa::kAmx)) {
+    g_peak_tile = measure_tile_peak(7);
+    std::printf("amx tdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
+                g_peak_tile.median / 1e9, g_peak_tile.best / 1e9, g_peak_tile.accumulators);
+    benchmark::AddCustomContext("peak_tile_tdpbusd_gops", std::to_string(g_peak_tile.median / 1e9));
+    benchmark::AddCustomContext("peak_tile_tdpbusd_gops_best", std::to_string(g_peak_tile.best / 1e9));
+    benchmark::AddCustomContext("peak_tile_gops_by_accumulators_4_6", g_peak_tile.by_accumulators);
+  } else {
+    const std::string why = "skipped: amx " + dllm::amx_status(Isa::kScalar);
+    std::printf("amx tdpbusd peak: %s\n", why.c_str());
+    benchmark::AddCustomContext("peak_tile", why);
+  }
   benchmark::AddCustomContext("machine", run_command("lscpu | sed -n 's/^Model name: *//p'"));
   benchmark::AddCustomContext("commit", run_command("git -C '" + root.string() + "' rev-parse HEAD"));
   benchmark::AddCustomContext("command", command);
@@ -375,7 +441,7 @@ int main(int argc, char** argv) {
   for (const Shape& s : shapes) {
     const bool head = s.n_out == 126464;
     const bool moe = s.type == GgmlType::Q8_0 || s.type == GgmlType::Q5_K;
-    for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
+    for (Isa isa : {Isa::kAmx, Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
       if (!isa_supported(isa)) continue;
       for (int64_t L : head  ? std::vector<int64_t>{32}
                        : moe ? std::vector<int64_t>{32, 141}
