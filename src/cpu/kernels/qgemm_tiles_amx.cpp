@@ -1,5 +1,5 @@
 // The tile GEMM over the AMX instructions: TileHw maps the tile unit of cpu/kernels/tile_unit.h onto
-// GCC's AMX intrinsics. The only file compiled with -mamx-tile -mamx-int8 (and the AVX-512 flags, for
+// the instructions (inline asm, as GCC's AMX intrinsics spell them). The only file compiled with -mamx-tile -mamx-int8 (and the AVX-512 flags, for
 // the vector code around the tiles); run only where isa_supported(Isa::kAmx).
 #include <immintrin.h>
 
@@ -12,89 +12,43 @@ namespace {
 
 using tiles::Dp;
 
-// A compiler barrier: GCC's tile intrinsics are asm statements that do not tell the compiler which
-// memory they read (ldtilecfg declares 8 of its 64 bytes, tileloadd none), so without it stores to
-// the configuration or to the unpacked weights could be moved past the instruction that reads them.
-inline void memory_barrier() {
-  __asm__ __volatile__("" ::: "memory");
-}
-
-// The intrinsics paste the tile number into the instruction text, so each tile is spelled out.
-#define DLLM_TILE_CASES(STMT)    \
-  if constexpr (T == 0) {        \
-    STMT(0);                     \
-  } else if constexpr (T == 1) { \
-    STMT(1);                     \
-  } else if constexpr (T == 2) { \
-    STMT(2);                     \
-  } else if constexpr (T == 3) { \
-    STMT(3);                     \
-  } else if constexpr (T == 4) { \
-    STMT(4);                     \
-  } else if constexpr (T == 5) { \
-    STMT(5);                     \
-  } else if constexpr (T == 6) { \
-    STMT(6);                     \
-  } else {                       \
-    static_assert(T == 7);       \
-    STMT(7);                     \
-  }
-
+// GCC's tile intrinsics paste the tile number into the instruction text from a macro argument, so
+// they take literals only; these asm statements print the template's tile number with %c instead
+// (the same instructions). Every statement that reads or writes memory says so ("memory"): the
+// intrinsics do not (ldtilecfg declares 8 of its 64 bytes, tileloadd none), which would let the
+// compiler move stores to the configuration or to the unpacked weights past the instruction.
 struct TileHw {
   static void config(const tiles::TileConfig& cfg) {
-    memory_barrier();
-    _tile_loadconfig(&cfg);
+    __asm__ __volatile__("ldtilecfg %0" ::"m"(cfg) : "memory");
   }
   static void release() { _tile_release(); }
   template <int T>
   static void zero() {
-#define DLLM_ZERO(n) _tile_zero(n)
-    DLLM_TILE_CASES(DLLM_ZERO)
-#undef DLLM_ZERO
+    __asm__ __volatile__("tilezero %%tmm%c0" ::"i"(T));
   }
   template <int T>
   static void load(const void* base, int64_t stride) {
-    memory_barrier();
-#define DLLM_LOAD(n) _tile_loadd(n, base, stride)
-    DLLM_TILE_CASES(DLLM_LOAD)
-#undef DLLM_LOAD
+    __asm__ __volatile__("tileloadd (%0,%1,1), %%tmm%c2" ::"r"(base), "r"(stride), "i"(T) : "memory");
   }
   template <int T>
   static void store(void* base, int64_t stride) {
-#define DLLM_STORE(n) _tile_stored(n, base, stride)
-    DLLM_TILE_CASES(DLLM_STORE)
-#undef DLLM_STORE
-    memory_barrier();
+    __asm__ __volatile__("tilestored %%tmm%c2, (%0,%1,1)" ::"r"(base), "r"(stride), "i"(T) : "memory");
   }
-  // C, A, B as tile_unit.h's register plan names them: (tmm_c(s, p), tmm_a(s), tmm_b(p)).
+  // tdpb<a><b>d C, A, B in Intel's operand order; AT&T lists the operands reversed.
   template <Dp Op, int C, int A, int B>
   static void dp() {
-    static_assert(C == tiles::tmm_c(A - 2, B) && (A == 2 || A == 3) && (B == 0 || B == 1),
-                  "TileHw spells out the register plan of tile_unit.h only");
-#define DLLM_DP(c, a, b)                \
-  if constexpr (Op == Dp::kSS) {        \
-    _tile_dpbssd(c, a, b);              \
-  } else if constexpr (Op == Dp::kSU) { \
-    _tile_dpbsud(c, a, b);              \
-  } else if constexpr (Op == Dp::kUS) { \
-    _tile_dpbusd(c, a, b);              \
-  } else {                              \
-    _tile_dpbuud(c, a, b);              \
-  }
-    if constexpr (C == 4) {
-      DLLM_DP(4, 2, 0)
-    } else if constexpr (C == 5) {
-      DLLM_DP(5, 2, 1)
-    } else if constexpr (C == 6) {
-      DLLM_DP(6, 3, 0)
+    static_assert(C != A && C != B && A != B, "tdpb*d needs three different tiles");
+    if constexpr (Op == Dp::kSS) {
+      __asm__ __volatile__("tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(C), "i"(A), "i"(B));
+    } else if constexpr (Op == Dp::kSU) {
+      __asm__ __volatile__("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(C), "i"(A), "i"(B));
+    } else if constexpr (Op == Dp::kUS) {
+      __asm__ __volatile__("tdpbusd %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(C), "i"(A), "i"(B));
     } else {
-      DLLM_DP(7, 3, 1)
+      __asm__ __volatile__("tdpbuud %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(C), "i"(A), "i"(B));
     }
-#undef DLLM_DP
   }
 };
-
-#undef DLLM_TILE_CASES
 
 }  // namespace
 

@@ -34,55 +34,52 @@ using tiles::tmm_c;
 
 constexpr int kTok = 16;  ///< tokens per A / C tile (tile rows)
 
-// Per format: the packed block, scale blocks per block (kSubs) of kK values each (A colsb = kK bytes,
-// B rows = kK / 4), the dot product (A = activations, B = weights), where B's bytes are and the
-// sub-block scale.
+/// A format: the packed block, scale blocks per block (kSubs) of kK values each (A colsb = kK bytes,
+/// B rows = kK / 4), the dot product (A = activations, B = weights), whether B is read from a
+/// per-thread plane of unpacked nibbles (Q4_K), whether the activations are Q8_0 (else Q8_K), whether
+/// there is a min term (Q4_K, Q5_K), and the row stride of B's lines. b_lines() and sub_scale() below
+/// say where a scale block's B lines are and what its scale is.
+template <class Blk, int Subs, int K, Dp Op, bool Unpack, bool Q8_0, bool Mins, int64_t BStride>
+struct Fmt {
+  using Block = Blk;
+  static constexpr int kSubs = Subs, kK = K;
+  static constexpr Dp kOp = Op;
+  static constexpr bool kUnpack = Unpack, kQ8_0 = Q8_0, kMins = Mins;
+  static constexpr int64_t kBStride = BStride;
+};
 
 /// Q4_K: q 0..15 (u8) times Q8_K (s8): tdpbsud. The nibbles are unpacked once per group into a
 /// plane laid out as Q5KBlock::q (value 32j + 4p + b in line p of sub-block j), which B loads from.
-struct Q4KFmt {
-  using Block = Q4KBlock;
-  static constexpr int kSubs = 8, kK = 32;
-  static constexpr Dp kOp = Dp::kSU;
-  static constexpr bool kUnpack = true, kQ8_0 = false, kMins = true;
-  static constexpr int64_t kBStride = 64;
-  static int32_t scale(const Block& blk, int j, int r) { return blk.scales[j][r]; }
-};
-
+using Q4KFmt = Fmt<Q4KBlock, 8, 32, Dp::kSU, true, false, true, 64>;
 /// Q5_K: q 0..31 (u8, a byte each) times Q8_K: tdpbsud, B straight from Q5KBlock::q[j].
-struct Q5KFmt {
-  using Block = Q5KBlock;
-  static constexpr int kSubs = 8, kK = 32;
-  static constexpr Dp kOp = Dp::kSU;
-  static constexpr bool kUnpack = false, kQ8_0 = false, kMins = true;
-  static constexpr int64_t kBStride = 64;
-  static const void* b(const Block& blk, int j) { return blk.q[j]; }
-  static int32_t scale(const Block& blk, int j, int r) { return blk.scales[j][r]; }
-};
-
+using Q5KFmt = Fmt<Q5KBlock, 8, 32, Dp::kSU, false, false, true, 64>;
 /// Q6_K over Q6K8Block: q - 32 (s8) times Q8_K (s8): tdpbssd, so the -32 offset is in the products
 /// and no activation sums are needed. Sub-block j = 2s + h has its 4 lines at q[s][p][h], 128 bytes
 /// apart: B is loaded with stride 128.
-struct Q6KFmt {
-  using Block = Q6K8Block;
-  static constexpr int kSubs = 16, kK = 16;
-  static constexpr Dp kOp = Dp::kSS;
-  static constexpr bool kUnpack = false, kQ8_0 = false, kMins = false;
-  static constexpr int64_t kBStride = 2 * kRows * 4;
-  static const void* b(const Block& blk, int j) { return blk.q[j / 2][0][j % 2]; }
-  static int32_t scale(const Block& blk, int j, int r) { return blk.scales[j / 2][r][j % 2]; }
-};
-
+using Q6KFmt = Fmt<Q6K8Block, 16, 16, Dp::kSS, false, false, false, 2 * kRows * 4>;
 /// Q8_0: q (s8) times Q8_0 activations (s8): tdpbssd, one block of 32 per "super-block".
-struct Q80Fmt {
-  using Block = Q80Block;
-  static constexpr int kSubs = 1, kK = 32;
-  static constexpr Dp kOp = Dp::kSS;
-  static constexpr bool kUnpack = false, kQ8_0 = true, kMins = false;
-  static constexpr int64_t kBStride = 64;
-  static const void* b(const Block& blk, int) { return blk.qs; }
-  static int32_t scale(const Block&, int, int) { return 1; }
-};
+using Q80Fmt = Fmt<Q80Block, 1, 32, Dp::kSS, false, true, false, 64>;
+
+inline const void* b_lines(const Q5KBlock& blk, int j) {
+  return blk.q[j];
+}
+inline const void* b_lines(const Q6K8Block& blk, int j) {
+  return blk.q[j / 2][0][j % 2];
+}
+inline const void* b_lines(const Q80Block& blk, int) {
+  return blk.qs;
+}
+/// Q4_K, Q5_K: the 6-bit sc[j] of row r.
+template <class Block>
+int32_t sub_scale(const Block& blk, int j, int r) {
+  return blk.scales[j][r];
+}
+inline int32_t sub_scale(const Q6K8Block& blk, int j, int r) {
+  return blk.scales[j / 2][r][j % 2];
+}
+inline int32_t sub_scale(const Q80Block&, int, int) {
+  return 1;
+}
 
 /// The Q4_K nibbles of one group (n_sb blocks) as bytes: plane[((b * 8 + j) * 8 + p) * 64 + 4r + i] =
 /// q[32j + 4p + i] of row r in block b (lines p < 4 the low nibbles of qs[j][p], p >= 4 the high
@@ -173,7 +170,7 @@ void gemm(const GemmArgs& a) {
             if constexpr (F::kUnpack) {
               src = plane.data() + p * plane_group + (b * 8 + j) * 8 * 64;
             } else {
-              src = F::b(*blk[p], j);
+              src = b_lines(*blk[p], j);
             }
             if (p == 0) {
               U::template load<tmm_b(0)>(src, F::kBStride);
@@ -198,7 +195,7 @@ void gemm(const GemmArgs& a) {
           // S += sc[j] * sum(q x), per row, in int32 (exact: docs/kernels.md bounds |S| < 2^31).
           for (int p = 0; p < np; ++p) {
             int32_t sc[kRows];
-            for (int r = 0; r < kRows; ++r) sc[r] = F::scale(*blk[p], j, r);
+            for (int r = 0; r < kRows; ++r) sc[r] = sub_scale(*blk[p], j, r);
             for (int s = 0; s < ns; ++s) {
               for (int t = 0; t < m[s]; ++t) {
                 for (int r = 0; r < kRows; ++r) s_int[s][p][t][r] += sc[r] * c[s][p][t][r];
@@ -270,20 +267,10 @@ void single_dp(Dp op, int m, int k_bytes, const uint8_t* a, int64_t lda, const u
   U::template load<tmm_a(0)>(a, lda);
   U::template load<tmm_b(0)>(b, kRows * 4);
   U::template zero<tmm_c(0, 0)>();
-  switch (op) {
-    case Dp::kSS:
-      dot<U, Dp::kSS, 0, 0>();
-      break;
-    case Dp::kSU:
-      dot<U, Dp::kSU, 0, 0>();
-      break;
-    case Dp::kUS:
-      dot<U, Dp::kUS, 0, 0>();
-      break;
-    case Dp::kUU:
-      dot<U, Dp::kUU, 0, 0>();
-      break;
-  }
+  // In the order of Dp's values.
+  void (*const dots[4])() = {dot<U, Dp::kSS, 0, 0>, dot<U, Dp::kSU, 0, 0>, dot<U, Dp::kUS, 0, 0>,
+                             dot<U, Dp::kUU, 0, 0>};
+  dots[int(op)]();
   U::template store<tmm_c(0, 0)>(c, kRows * 4);
   U::release();
 }

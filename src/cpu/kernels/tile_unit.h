@@ -55,7 +55,6 @@ enum class Dp { kSS, kSU, kUS, kUU };  // tdpbssd, tdpbsud, tdpbusd, tdpbuud
 
 /// The register plan of the tile kernels: B (weight) planes p = 0, 1 in tmm0, tmm1; A (activation)
 /// tiles of token tiles s = 0, 1 in tmm2, tmm3; the C of token tile s and plane p in tmm4 + 2 s + p.
-/// TileHw spells out exactly these combinations (the intrinsics take tile numbers as literals).
 constexpr int tmm_b(int p) {
   return p;
 }
