@@ -12,7 +12,8 @@
 namespace dllm::diffusion {
 
 /// The path the sums below run for the kernel path `isa` (SamplerParams::isa, from choose_isa):
-/// kAvx512Vnni runs the AVX-512 loops, every other path the portable ones (there is no AVX2 version).
+/// kAvx512Vnni (and kAmx, whose vector code is AVX-512) runs the AVX-512 loops, every other path the
+/// portable ones (there is no AVX2 version).
 /// `isa` must be one this CPU supports (check_params refuses another).
 Isa row_sums_path(Isa isa);
 

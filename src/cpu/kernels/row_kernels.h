@@ -52,7 +52,7 @@ struct RowKernels {
   void (*rmsnorm)(const float* x, const float* w, float* y, int64_t n, float eps);
 };
 
-/// The kernels for `isa` (kAvxVnni uses the AVX2 set: these loops need no VNNI).
+/// The kernels for `isa` (kAvxVnni uses the AVX2 set: these loops need no VNNI; kAmx the AVX-512 set).
 const RowKernels& row_kernels(Isa isa);
 
 namespace simd {
