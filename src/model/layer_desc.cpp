@@ -6,8 +6,9 @@ namespace dllm::model {
 LayerDesc describe_layer(const ModelConfig& c, int64_t /*il*/) {
   LayerDesc d;
   d.qkv_bias = c.has_qkv_bias;
+  d.qk_norm = c.has_qk_norm;
   d.rope_mode = c.rope_mode;
-  d.ffn = FfnKind::kDense;
+  d.ffn = c.is_moe() ? FfnKind::kMoe : FfnKind::kDense;
   return d;
 }
 

@@ -1,7 +1,9 @@
-// Model::load: binds the GGUF tensors of a LLaDA / Dream file by their llama.cpp names
-// (src/llama-arch.cpp LLM_TENSOR_NAMES: token_embd, output_norm, output, blk.N.attn_norm, attn_q,
-// attn_k, attn_v, attn_output, attn_q/k/v.bias, ffn_norm, ffn_gate, ffn_up, ffn_down), the ones each
-// layer's description (layer_desc.h) names, and checks each one's shape and type before any compute.
+// Model::load: binds the GGUF tensors of a LLaDA / Dream / LLaDA-MoE / RND1 file by their llama.cpp
+// names (src/llama-arch.cpp LLM_TENSOR_NAMES: token_embd, output_norm, output, blk.N.attn_norm, attn_q,
+// attn_k, attn_v, attn_output, attn_q/k/v.bias, attn_q_norm, attn_k_norm, ffn_norm, ffn_gate, ffn_up,
+// ffn_down, and for the MoE archs ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps with the
+// shapes of src/models/llada-moe.cpp / rnd1.cpp load_arch_tensors) and checks each one's shape and type
+// before any compute.
 #include "model/model.h"
 
 #include <map>
@@ -107,6 +109,10 @@ Model Model::load(const gguf::GgufFile& file) {
       l.attn_k_bias = decode_vector(file, *bind(p + "attn_k.bias", {n_kv}));
       l.attn_v_bias = decode_vector(file, *bind(p + "attn_v.bias", {n_kv}));
     }
+    if (d.qk_norm) {
+      l.attn_q_norm = decode_vector(file, *bind(p + "attn_q_norm.weight", {hd}));
+      l.attn_k_norm = decode_vector(file, *bind(p + "attn_k_norm.weight", {hd}));
+    }
     l.attn_output = bind(p + "attn_output.weight", {n_q, c.n_embd});
     l.ffn_norm = decode_vector(file, *bind(p + "ffn_norm.weight", {c.n_embd}));
     switch (d.ffn) {
@@ -115,8 +121,29 @@ Model Model::load(const gguf::GgufFile& file) {
         l.ffn_up = bind(p + "ffn_up.weight", {c.n_embd, c.n_ff});
         l.ffn_down = bind(p + "ffn_down.weight", {c.n_ff, c.n_embd});
         break;
+      case FfnKind::kMoe:
+        // Router [n_embd, E]: E rows of n_embd, decoded to f32 (F32 in every llama-quantize mix).
+        l.ffn_gate_inp = decode_vector(file, *bind(p + "ffn_gate_inp.weight", {c.n_embd, c.n_expert}));
+        l.ffn_gate_exps = bind(p + "ffn_gate_exps.weight", {c.n_embd, c.n_ff_exp, c.n_expert});
+        l.ffn_up_exps = bind(p + "ffn_up_exps.weight", {c.n_embd, c.n_ff_exp, c.n_expert});
+        l.ffn_down_exps = bind(p + "ffn_down_exps.weight", {c.n_ff_exp, c.n_embd, c.n_expert});
+        break;
     }
   }
+  return m;
+}
+
+gguf::TensorInfo expert_matrix(const gguf::TensorInfo& t, int64_t e) {
+  if (t.n_dims != 3 || e < 0 || e >= t.ne[2]) {
+    throw Error("expert " + std::to_string(e) + " of tensor " + t.name + ": not a 3-D expert tensor with " +
+                "that many experts");
+  }
+  gguf::TensorInfo m = t;
+  m.name = t.name + "[" + std::to_string(e) + "]";
+  m.n_dims = 2;
+  m.ne[2] = 1;
+  m.n_bytes = static_cast<uint64_t>(t.ne[1]) * t.row_bytes();
+  m.offset = t.offset + static_cast<uint64_t>(e) * m.n_bytes;
   return m;
 }
 

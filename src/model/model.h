@@ -1,6 +1,6 @@
-// The weights of a LLaDA or Dream model, bound by their GGUF tensor names and checked once at load.
-// Matrices stay in the file's mapping (the compute backends prepare them); the small 1-D tensors
-// (RMSNorm weights, Dream's q/k/v biases) are decoded to f32 copies here.
+// The weights of a LLaDA, Dream, LLaDA-MoE or RND1 model, bound by their GGUF tensor names and checked
+// once at load. Matrices stay in the file's mapping (the compute backends prepare them); the small
+// tensors (RMSNorm weights, Dream's q/k/v biases, the MoE router) are decoded to f32 copies here.
 #pragma once
 
 #include <cstdint>
@@ -13,34 +13,49 @@
 namespace dllm::model {
 
 /// One transformer block, `blk.N.*`. Matrix shapes in ggml order ne = [n_in, n_out] (n_out rows of
-/// n_in contiguous values); hd = head_dim.
+/// n_in contiguous values); hd = head_dim, E = n_expert, f = n_ff_exp.
 struct LayerWeights {
   const gguf::TensorInfo* attn_q = nullptr;       ///< [n_embd, n_head * hd]
   const gguf::TensorInfo* attn_k = nullptr;       ///< [n_embd, n_head_kv * hd]
   const gguf::TensorInfo* attn_v = nullptr;       ///< [n_embd, n_head_kv * hd]
   const gguf::TensorInfo* attn_output = nullptr;  ///< [n_head * hd, n_embd]
-  const gguf::TensorInfo* ffn_gate = nullptr;     ///< [n_embd, n_ff]
-  const gguf::TensorInfo* ffn_up = nullptr;       ///< [n_embd, n_ff]
-  const gguf::TensorInfo* ffn_down = nullptr;     ///< [n_ff, n_embd]
+  const gguf::TensorInfo* ffn_gate = nullptr;     ///< [n_embd, n_ff]; nullptr in a MoE model
+  const gguf::TensorInfo* ffn_up = nullptr;       ///< [n_embd, n_ff]; nullptr in a MoE model
+  const gguf::TensorInfo* ffn_down = nullptr;     ///< [n_ff, n_embd]; nullptr in a MoE model
   std::vector<float> attn_norm;                   ///< n_embd
   std::vector<float> ffn_norm;                    ///< n_embd
   std::vector<float> attn_q_bias;                 ///< n_head * hd; empty without biases (LLaDA)
   std::vector<float> attn_k_bias;                 ///< n_head_kv * hd; empty without biases
   std::vector<float> attn_v_bias;                 ///< n_head_kv * hd; empty without biases
+  std::vector<float> attn_q_norm;                 ///< hd, shared by every head; empty without Q/K norm
+  std::vector<float> attn_k_norm;                 ///< hd; empty without Q/K norm
+  // Mixture of experts (ModelConfig::is_moe()); empty / nullptr otherwise. Expert e of a 3-D tensor is
+  // the matrix expert_matrix(t, e).
+  std::vector<float> ffn_gate_inp;                  ///< router, E rows x n_embd (ffn_gate_inp [n_embd, E])
+  const gguf::TensorInfo* ffn_gate_exps = nullptr;  ///< [n_embd, f, E]
+  const gguf::TensorInfo* ffn_up_exps = nullptr;    ///< [n_embd, f, E]
+  const gguf::TensorInfo* ffn_down_exps = nullptr;  ///< [f, n_embd, E]
 };
+
+/// Expert e of a 3-D expert tensor t, ne = [n_in, n_out, n_expert] (llama.cpp stacks the experts'
+/// matrices along ne[2]): the 2-D tensor [n_in, n_out] named "<name>[e]" whose bytes are the
+/// n_out rows starting e * n_out rows into t (GgufFile::tensor_data of the result points at them).
+/// Throws dllm::Error when t is not 3-D or e is outside [0, ne[2]).
+gguf::TensorInfo expert_matrix(const gguf::TensorInfo& t, int64_t e);
 
 /// A loaded model: config + every tensor bound by name. Keeps a reference to `file`, which must
 /// outlive the Model (the matrices point into its mapping).
 class Model {
  public:
   /// Reads the config (read_config) and binds every tensor. Throws dllm::Error with exactly:
-  ///   "unsupported model architecture: <arch> (supported: llada, dream)"
+  ///   "unsupported model architecture: <arch> (supported: llada, dream, llada-moe, rnd1)"
   ///   "required metadata key missing: <key>"
   ///   "required tensor missing: <name>"
   ///   "tensor shape mismatch for <name>: [a, b], expected [c, d]"   (ggml ne order)
   ///   "unsupported GGUF tensor type: <type> (tensor <name>)"        (a type our decoders cannot read)
   ///   "tokenizer.ggml.tokens has <n> entries but token_embd.weight has only <rows> rows ..."
-  /// (more rows than tokens is fine: Dream pads its embedding). Matrix types without a matrix kernel (e.g.
+  /// (more rows than tokens is fine: Dream pads its embedding); 3-D expert tensors: "tensor shape
+  /// mismatch for <name>: [a, b, c], expected [d, e, f]". Matrix types without a matrix kernel (e.g.
   /// Q8_0) are accepted here and refused by the backend (cpu::make_matrix) with "tensor <name> is <type>:
   /// matrix kernels exist for ...".
   static Model load(const gguf::GgufFile& file);

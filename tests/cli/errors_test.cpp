@@ -78,7 +78,8 @@ TEST_F(ModelErrors, UnsupportedArchitecture) {
         return true;
       },
       nullptr);
-  expect_error(run_on(path), "unsupported model architecture: qwen2 (supported: llada, dream)", 1);
+  expect_error(run_on(path),
+               "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1)", 1);
 }
 
 TEST_F(ModelErrors, MissingMetadataKey) {

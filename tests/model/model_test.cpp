@@ -14,6 +14,7 @@
 namespace dllm::model {
 namespace {
 
+using test::expect_error;
 using test::SyntheticSpec;
 
 /// Writes `spec` and expects Model::load to throw dllm::Error with exactly `message`.
@@ -130,10 +131,104 @@ TEST(Config, TypeMixCountsBoundTensors) {
   EXPECT_EQ(mix, expected);
 }
 
+// LLaDA-MoE and RND1 (llama.cpp src/models/llada-moe.cpp, rnd1.cpp): the expert keys, the Q/K norms,
+// the router and the 3-D experts; RND1's head_dim from attention.key_length, its n_head * head_dim
+// different from n_embd, its renormalised top-k weights.
+TEST(Config, MoeArchsFromKeys) {
+  for (const std::string arch : {"llada-moe", "rnd1"}) {
+    SyntheticSpec spec;
+    spec.arch = arch;
+    spec.n_expert = 6;
+    spec.n_expert_used = 2;
+    spec.n_ff_exp = 96;
+    if (arch == "rnd1") {
+      spec.n_head_kv = 2;
+      spec.head_dim = 128;  // 4 x 128 = 512 query columns for n_embd 256
+    } else {
+      spec.shift_logits = false;
+    }
+    test::TempDir dir;
+    test::write_synthetic_model(spec, (dir / "m.gguf").string());
+    const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+    const Model m = Model::load(file);
+    const ModelConfig& c = m.config();
+    EXPECT_EQ(c.arch, arch == "rnd1" ? Arch::kRnd1 : Arch::kLladaMoe);
+    EXPECT_EQ(std::string(arch_name(c.arch)), arch);
+    EXPECT_TRUE(c.is_moe());
+    EXPECT_EQ(c.n_expert, 6);
+    EXPECT_EQ(c.n_expert_used, 2);
+    EXPECT_EQ(c.n_ff_exp, 96);
+    EXPECT_TRUE(c.has_qk_norm);
+    EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+    EXPECT_EQ(c.expert_weights_norm, arch == "rnd1");
+    EXPECT_EQ(c.head_dim, arch == "rnd1" ? 128 : 64);
+    EXPECT_EQ(c.shift_logits, arch == "rnd1");  // rnd1: no key, llama-diffusion-cli shifts
+    const LayerWeights& l = m.layers()[1];
+    EXPECT_EQ(l.attn_q_norm.size(), static_cast<size_t>(c.head_dim));
+    EXPECT_EQ(l.attn_k_norm.size(), static_cast<size_t>(c.head_dim));
+    EXPECT_EQ(l.ffn_gate_inp.size(), 6u * 256u);
+    EXPECT_EQ(l.ffn_gate, nullptr);
+    ASSERT_NE(l.ffn_down_exps, nullptr);
+    EXPECT_EQ(l.ffn_down_exps->n_dims, 3u);
+    EXPECT_EQ(l.attn_q->ne[1], 4 * c.head_dim);
+    EXPECT_EQ(l.attn_output->ne[0], 4 * c.head_dim);
+    // Expert e of a 3-D tensor: its n_out rows, e * n_out rows in.
+    const gguf::TensorInfo e3 = expert_matrix(*l.ffn_up_exps, 3);
+    EXPECT_EQ(e3.name, "blk.1.ffn_up_exps.weight[3]");
+    EXPECT_EQ(e3.n_dims, 2u);
+    EXPECT_EQ(e3.ne[0], 256);
+    EXPECT_EQ(e3.ne[1], 96);
+    EXPECT_EQ(file.tensor_data(e3), file.tensor_data(*l.ffn_up_exps) + 3 * 96 * l.ffn_up_exps->row_bytes());
+    expect_error(
+        [&] { (void)expert_matrix(*l.ffn_up_exps, 6); },
+        "expert 6 of tensor blk.1.ffn_up_exps.weight: not a 3-D expert tensor with that many experts");
+  }
+}
+
+TEST(LoadErrors, MoeKeysAndTensors) {
+  SyntheticSpec spec;
+  spec.arch = "llada-moe";
+  spec.omit_keys = {"llada-moe.expert_count"};
+  expect_load_error(spec, "required metadata key missing: llada-moe.expert_count");
+  spec.omit_keys = {"llada-moe.expert_used_count"};
+  expect_load_error(spec, "required metadata key missing: llada-moe.expert_used_count");
+  // Without expert_feed_forward_length llama.cpp takes n_ff / n_expert_used (512 / 2 = 256, which the
+  // tensors have); without both keys the expert width is unknown.
+  spec.omit_keys = {"llada-moe.expert_feed_forward_length"};
+  {
+    test::TempDir dir;
+    test::write_synthetic_model(spec, (dir / "m.gguf").string());
+    const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+    EXPECT_EQ(Model::load(file).config().n_ff_exp, 256);
+  }
+  spec.omit_keys = {"llada-moe.expert_feed_forward_length", "llada-moe.feed_forward_length"};
+  expect_load_error(spec, "required metadata key missing: llada-moe.expert_feed_forward_length");
+  spec.omit_keys = {};
+  spec.n_expert_used = 9;
+  expect_load_error(
+      spec,
+      "llada-moe.expert_used_count (9) must be in 1..llada-moe.expert_count (8), and expert_count at "
+      "most 1024");
+  spec.n_expert_used = 2;
+  spec.omit_tensors = {"blk.1.attn_k_norm.weight"};
+  expect_load_error(spec, "required tensor missing: blk.1.attn_k_norm.weight");
+  spec.omit_tensors = {"blk.0.ffn_gate_inp.weight"};
+  expect_load_error(spec, "required tensor missing: blk.0.ffn_gate_inp.weight");
+  spec.omit_tensors = {};
+  spec.shape_override = {{"blk.0.ffn_down_exps.weight", {256, 256, 7}}};
+  expect_load_error(
+      spec, "tensor shape mismatch for blk.0.ffn_down_exps.weight: [256, 256, 7], expected [256, 256, 8]");
+  spec.shape_override = {{"blk.1.ffn_gate_exps.weight", {256, 512}}};
+  expect_load_error(
+      spec, "tensor shape mismatch for blk.1.ffn_gate_exps.weight: [256, 512], expected [256, 256, 8]");
+  spec.shape_override = {{"blk.0.attn_q_norm.weight", {32}}};
+  expect_load_error(spec, "tensor shape mismatch for blk.0.attn_q_norm.weight: [32], expected [64]");
+}
+
 TEST(LoadErrors, UnsupportedArchitecture) {
   SyntheticSpec spec;
   spec.arch = "qwen2";
-  expect_load_error(spec, "unsupported model architecture: qwen2 (supported: llada, dream)");
+  expect_load_error(spec, "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1)");
 }
 
 TEST(LoadErrors, MissingArchitectureKey) {

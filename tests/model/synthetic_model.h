@@ -1,4 +1,5 @@
-// Tiny synthetic LLaDA / Dream GGUF files written with GgufWriter, for the model and forward tests:
+// Tiny synthetic LLaDA / Dream / LLaDA-MoE / RND1 GGUF files written with GgufWriter, for the model and
+// forward tests:
 // random weights of a chosen type mix, plus knobs that break one thing (a missing key or tensor, a
 // wrong shape or type) for the error tests. Returns the decoded value of every tensor so a test can
 // run its own f64 reference forward over exactly what the file holds.
@@ -26,8 +27,16 @@ enum class WeightMix {
 };
 
 struct SyntheticSpec {
-  std::string arch = "llada";
+  std::string arch = "llada";  ///< "llada", "dream", or the mixture-of-experts "llada-moe", "rnd1"
   int64_t n_layer = 2, n_embd = 256, n_ff = 512, n_head = 4, n_head_kv = 4, n_vocab = 97;
+  /// llada-moe / rnd1: experts per layer, experts used per row, expert FFN width (the keys
+  /// {arch}.expert_count, expert_used_count, expert_feed_forward_length).
+  int64_t n_expert = 8, n_expert_used = 2, n_ff_exp = 256;
+  /// Writes {arch}.attention.key_length / value_length (RND1 has n_head * head_dim != n_embd); nullopt:
+  /// head_dim = n_embd / n_head, no key.
+  std::optional<int64_t> head_dim;
+  double expert_std = 0.1;  ///< spread of the expert weights (larger: the FFN dominates the output)
+  double router_std = 0.3;  ///< spread of the router weights (larger: sharper routing)
   int64_t context_length = 4096;
   float rope_base = 10000.0f, rms_eps = 1e-5f;
   WeightMix mix = WeightMix::kF32;
@@ -43,7 +52,13 @@ struct SyntheticSpec {
   std::map<std::string, gguf::Value> extra_values;      ///< written after the standard keys
 };
 
-/// Every tensor's values as a reader decodes them (row-major, ne[0] contiguous) and its type.
+/// Whether `arch` is one of the mixture-of-experts architectures.
+inline bool synthetic_is_moe(const std::string& arch) {
+  return arch == "llada-moe" || arch == "rnd1";
+}
+
+/// Every tensor's values as a reader decodes them (row-major, ne[0] contiguous; a 3-D expert tensor
+/// [n_in, n_out, E] is E blocks of n_out rows) and its type.
 struct SyntheticModel {
   SyntheticSpec spec;
   std::map<std::string, std::vector<double>> values;
@@ -193,10 +208,22 @@ inline SyntheticModel write_synthetic_model(const SyntheticSpec& spec, const std
     w.add_f32(a + "attention.layer_norm_rms_epsilon", spec.rms_eps);
   w.add_bool(a + "attention.causal", false);
   if (spec.shift_logits) w.add_bool("diffusion.shift_logits", *spec.shift_logits);
+  const bool moe = synthetic_is_moe(spec.arch);
+  if (moe) {
+    if (key(a + "expert_count")) w.add_u32(a + "expert_count", static_cast<uint32_t>(spec.n_expert));
+    if (key(a + "expert_used_count"))
+      w.add_u32(a + "expert_used_count", static_cast<uint32_t>(spec.n_expert_used));
+    if (key(a + "expert_feed_forward_length"))
+      w.add_u32(a + "expert_feed_forward_length", static_cast<uint32_t>(spec.n_ff_exp));
+  }
+  if (spec.head_dim) {
+    w.add_u32(a + "attention.key_length", static_cast<uint32_t>(*spec.head_dim));
+    w.add_u32(a + "attention.value_length", static_cast<uint32_t>(*spec.head_dim));
+  }
   for (const auto& [k, v] : spec.extra_values) w.add_value(k, v);
 
   const bool biases = spec.biases.value_or(spec.arch == "dream");
-  const int64_t hd = spec.n_embd / spec.n_head;
+  const int64_t hd = spec.head_dim.value_or(spec.n_embd / spec.n_head);
   const int64_t n_q = spec.n_head * hd, n_kv = spec.n_head_kv * hd;
   std::mt19937 rng(spec.seed);
 
@@ -211,6 +238,10 @@ inline SyntheticModel write_synthetic_model(const SyntheticSpec& spec, const std
         return GgmlType::F32;
       case WeightMix::kQ4KM: {
         if (stem == "output") return GgmlType::Q6_K;
+        // llama-quantize's rules for a model of exactly 8 experts (src/llama-quant.cpp, n_expert == 8:
+        // "bumping this to Q8_0 trades just ~128MB"): Q8_0 attn_k / attn_v, Q5_K attn_output.
+        if (moe && spec.n_expert == 8 && (stem == "attn_k" || stem == "attn_v")) return GgmlType::Q8_0;
+        if (moe && spec.n_expert == 8 && stem == "attn_output") return GgmlType::Q5_K;
         // llama-quantize's use_more_bits(i, n) for attn_v / ffn_down.
         const int64_t n = spec.n_layer, i = layer;
         const bool more = i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
@@ -246,7 +277,9 @@ inline SyntheticModel write_synthetic_model(const SyntheticSpec& spec, const std
     }
   };
 
-  add("token_embd.weight", spec.mix == WeightMix::kQ4KM ? GgmlType::Q4_K : GgmlType::F32,
+  // Tied embeddings: llama-quantize gives token_embd the output tensor's type (Q6_K in Q4_K_M).
+  add("token_embd.weight",
+      spec.mix == WeightMix::kQ4KM ? (spec.tied_output ? GgmlType::Q6_K : GgmlType::Q4_K) : GgmlType::F32,
       {spec.n_embd, spec.n_vocab}, 1.0);
   add("output_norm.weight", GgmlType::F32, {spec.n_embd}, 1.0, true);
   if (!spec.tied_output) add("output.weight", matrix_type("output", -1), {spec.n_embd, spec.n_vocab}, 0.1);
@@ -261,11 +294,24 @@ inline SyntheticModel write_synthetic_model(const SyntheticSpec& spec, const std
       add(p + "attn_k.bias", GgmlType::F32, {n_kv}, 0.3);
       add(p + "attn_v.bias", GgmlType::F32, {n_kv}, 0.1);
     }
+    if (moe) {
+      add(p + "attn_q_norm.weight", GgmlType::F32, {hd}, 1.0, true);
+      add(p + "attn_k_norm.weight", GgmlType::F32, {hd}, 1.0, true);
+    }
     add(p + "attn_output.weight", matrix_type("attn_output", i), {n_q, spec.n_embd}, 0.1);
     add(p + "ffn_norm.weight", GgmlType::F32, {spec.n_embd}, 1.0, true);
-    add(p + "ffn_gate.weight", matrix_type("ffn_gate", i), {spec.n_embd, spec.n_ff}, 0.1);
-    add(p + "ffn_up.weight", matrix_type("ffn_up", i), {spec.n_embd, spec.n_ff}, 0.1);
-    add(p + "ffn_down.weight", matrix_type("ffn_down", i), {spec.n_ff, spec.n_embd}, 0.1);
+    if (moe) {
+      // The router stays F32 in every llama-quantize mix; the 3-D experts are matrices of the mix.
+      const int64_t E = spec.n_expert, f = spec.n_ff_exp;
+      add(p + "ffn_gate_inp.weight", GgmlType::F32, {spec.n_embd, E}, spec.router_std);
+      add(p + "ffn_gate_exps.weight", matrix_type("ffn_gate", i), {spec.n_embd, f, E}, spec.expert_std);
+      add(p + "ffn_up_exps.weight", matrix_type("ffn_up", i), {spec.n_embd, f, E}, spec.expert_std);
+      add(p + "ffn_down_exps.weight", matrix_type("ffn_down", i), {f, spec.n_embd, E}, spec.expert_std);
+    } else {
+      add(p + "ffn_gate.weight", matrix_type("ffn_gate", i), {spec.n_embd, spec.n_ff}, 0.1);
+      add(p + "ffn_up.weight", matrix_type("ffn_up", i), {spec.n_embd, spec.n_ff}, 0.1);
+      add(p + "ffn_down.weight", matrix_type("ffn_down", i), {spec.n_ff, spec.n_embd}, 0.1);
+    }
   }
   w.write(path);
   return model;
