@@ -7,6 +7,10 @@
 //      rotate q, k per head: pair i (LLaDA (2i, 2i+1), Dream (i, i + hd/2)) by pos * base^(-2i/hd);
 //      a_h = softmax(q_h K_{h/(n_head/n_kv)}^T / sqrt(hd)) V_{h/(n_head/n_kv)}, no mask; x += Wo a;
 //      h = rmsnorm(x) * g2; x += Wdown (silu(Wgate h) * (Wup h)); logits = Wout rmsnorm(x) * gout.
+//    LLaDA-MoE / RND1 (llama.cpp src/models/llada-moe.cpp, rnd1.cpp, build_moe_ffn): q and k of each
+//    head are RMSNormed over head_dim (weights attn_q_norm / attn_k_norm) before the rotation, and the
+//    FFN is routed: p = softmax(Wr h); S = the k largest p (ties: lower index); w_e = p_e, or
+//    p_e / max(sum_S p, 2^-14) for RND1; x += sum_{e in S} w_e Wdown_e (silu(Wgate_e h) * (Wup_e h)).
 //    It rounds each matrix input the way the path under test does (flags below): to Q8_K before a
 //    Q4_K / Q5_K / Q6_K matrix and to Q8_0 before a Q8_0 matrix (what ggml-cpu and our CPU forward
 //    do; the GPU int8 path for Q4_K / Q6_K too), to f16 where the GPU reads f16.
@@ -27,7 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "model/synthetic_model.h"
+#include "quant/quant.h"
 #include "test_util.h"
 
 namespace dllm::test {
@@ -96,6 +102,12 @@ struct ReferenceForward {
   /// y = W x for W stored [n_in, n_out] (n_out rows of n_in contiguous values), inputs rounded as the
   /// flags say.
   Vec matvec(const std::string& name, const Vec& x) const {
+    return matvec_rows(name, 0, static_cast<int64_t>(m[name].size() / x.size()), x);
+  }
+
+  /// matvec over rows [row0, row0 + n_rows) of W (of a 3-D expert tensor [n_in, n_out, E], expert e
+  /// is rows [e n_out, (e + 1) n_out)).
+  Vec matvec_rows(const std::string& name, int64_t row0, int64_t n_rows, const Vec& x) const {
     const Vec& w = m[name];
     const auto type = m.types.at(name);
     using gguf::GgmlType;
@@ -105,14 +117,74 @@ struct ReferenceForward {
     Vec xin = quantized && q8k_inputs ? (q80 ? q80_round_trip(x) : q8k_round_trip(x)) : x;
     if (f16)
       for (double& v : xin) v = round_to_f16(v);
-    const size_t n_in = x.size(), n_out = w.size() / n_in;
+    const size_t n_in = x.size(), n_out = static_cast<size_t>(n_rows);
     Vec y(n_out, 0.0);
     for (size_t o = 0; o < n_out; ++o) {
+      const double* wr = w.data() + (static_cast<size_t>(row0) + o) * n_in;
       double s = 0;
-      for (size_t i = 0; i < n_in; ++i) s += (f16 ? round_to_f16(w[o * n_in + i]) : w[o * n_in + i]) * xin[i];
+      for (size_t i = 0; i < n_in; ++i) s += (f16 ? round_to_f16(wr[i]) : wr[i]) * xin[i];
       y[o] = s;
     }
     return y;
+  }
+
+  /// One row through a MoE FFN block (the routed sum above), f64, for the normalized input h of layer
+  /// `layer`. `experts` / `weights` / `probs` receive the routing (k slots, E probabilities).
+  struct MoeRow {
+    std::vector<int> experts;
+    std::vector<double> weights, probs;
+    Vec out;
+  };
+  MoeRow moe_ffn(int64_t layer, const Vec& h) const {
+    const SyntheticSpec& s = m.spec;
+    const std::string p = "blk." + std::to_string(layer) + ".";
+    const int64_t E = s.n_expert, k = s.n_expert_used, f = s.n_ff_exp, d = s.n_embd;
+    MoeRow r;
+    const Vec& router = m[p + "ffn_gate_inp.weight"];
+    r.probs.assign(E, 0.0);
+    double mx = -1e300, sum = 0;
+    for (int64_t e = 0; e < E; ++e) {
+      for (int64_t i = 0; i < d; ++i) r.probs[e] += router[e * d + i] * h[i];
+      mx = std::max(mx, r.probs[e]);
+    }
+    for (double& v : r.probs) sum += (v = std::exp(v - mx));
+    for (double& v : r.probs) v /= sum;
+    std::vector<bool> taken(E, false);
+    for (int64_t j = 0; j < k; ++j) {
+      int best = -1;
+      for (int64_t e = 0; e < E; ++e)
+        if (!taken[e] && (best < 0 || r.probs[e] > r.probs[best])) best = static_cast<int>(e);
+      taken[best] = true;
+      r.experts.push_back(best);
+      r.weights.push_back(r.probs[best]);
+    }
+    if (s.arch == "rnd1") {
+      double sw = 0;
+      for (const double w : r.weights) sw += w;
+      for (double& w : r.weights) w /= std::max(sw, 6.103515625e-5);
+    }
+    r.out.assign(d, 0.0);
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t e = r.experts[j];
+      const Vec g = matvec_rows(p + "ffn_gate_exps.weight", e * f, f, h);
+      const Vec u = matvec_rows(p + "ffn_up_exps.weight", e * f, f, h);
+      Vec act(f);
+      for (int64_t i = 0; i < f; ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      const Vec dn = matvec_rows(p + "ffn_down_exps.weight", e * d, d, act);
+      for (int64_t i = 0; i < d; ++i) r.out[i] += r.weights[j] * dn[i];
+    }
+    return r;
+  }
+
+  /// RMSNorm of each head_dim slice of v (n_heads of them) with the weight vector `weight`.
+  void head_norm(Vec& v, int64_t n_heads, int64_t hd, const std::string& weight) const {
+    const Vec& g = m[weight];
+    for (int64_t h = 0; h < n_heads; ++h) {
+      double ss = 0;
+      for (int64_t i = 0; i < hd; ++i) ss += v[h * hd + i] * v[h * hd + i];
+      const double inv = 1.0 / std::sqrt(ss / hd + m.spec.rms_eps);
+      for (int64_t i = 0; i < hd; ++i) v[h * hd + i] *= inv * g[i];
+    }
   }
 
   Vec rmsnorm(const Vec& x, const std::string& weight) const {
@@ -140,8 +212,9 @@ struct ReferenceForward {
   /// logits [n][n_vocab] for every position.
   std::vector<Vec> forward(const std::vector<int32_t>& tokens) const {
     const SyntheticSpec& s = m.spec;
-    const int64_t n = tokens.size(), d = s.n_embd, hd = s.n_embd / s.n_head;
+    const int64_t n = tokens.size(), d = s.n_embd, hd = s.head_dim.value_or(s.n_embd / s.n_head);
     const bool bias = s.biases.value_or(s.arch == "dream");
+    const bool moe = synthetic_is_moe(s.arch);
     std::vector<Vec> x(n);
     const Vec& emb = m["token_embd.weight"];
     for (int64_t t = 0; t < n; ++t)
@@ -158,6 +231,10 @@ struct ReferenceForward {
           for (size_t i = 0; i < q[t].size(); ++i) q[t][i] += m[p + "attn_q.bias"][i];
           for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += m[p + "attn_k.bias"][i];
           for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += m[p + "attn_v.bias"][i];
+        }
+        if (moe) {
+          head_norm(q[t], s.n_head, hd, p + "attn_q_norm.weight");
+          head_norm(k[t], s.n_head_kv, hd, p + "attn_k_norm.weight");
         }
         rotate(q[t], s.n_head, hd, t);
         rotate(k[t], s.n_head_kv, hd, t);
@@ -184,6 +261,11 @@ struct ReferenceForward {
       }
       for (int64_t t = 0; t < n; ++t) {
         const Vec h = rmsnorm(x[t], p + "ffn_norm.weight");
+        if (moe) {
+          const Vec o = moe_ffn(l, h).out;
+          for (int64_t i = 0; i < d; ++i) x[t][i] += o[i];
+          continue;
+        }
         const Vec g = matvec(p + "ffn_gate.weight", h), u = matvec(p + "ffn_up.weight", h);
         Vec act(g.size());
         for (size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
@@ -197,6 +279,40 @@ struct ReferenceForward {
     return logits;
   }
 };
+
+/// A GGUF file (e.g. llama.cpp's tiny reference models) as a SyntheticModel: the hyperparameters the
+/// reference forward reads, taken from the file's keys as llama.cpp names them ({arch}.block_count,
+/// embedding_length, attention.head_count(_kv), attention.key_length, rope.freq_base,
+/// attention.layer_norm_rms_epsilon, expert_count, expert_used_count, expert_feed_forward_length),
+/// and every tensor decoded with quant::dequantize_row, so ReferenceForward runs on it.
+inline SyntheticModel model_values(const gguf::GgufFile& f) {
+  SyntheticModel m;
+  SyntheticSpec& s = m.spec;
+  s.arch = f.get_string("general.architecture");
+  const std::string a = s.arch + ".";
+  s.n_layer = f.get_u64(a + "block_count");
+  s.n_embd = f.get_u64(a + "embedding_length");
+  s.n_head = f.get_u64(a + "attention.head_count");
+  s.n_head_kv = f.find_u64(a + "attention.head_count_kv").value_or(s.n_head);
+  if (const auto hd = f.find_u64(a + "attention.key_length")) s.head_dim = static_cast<int64_t>(*hd);
+  s.rope_base = f.find_f32(a + "rope.freq_base").value_or(10000.0f);
+  s.rms_eps = f.get_f32(a + "attention.layer_norm_rms_epsilon");
+  if (synthetic_is_moe(s.arch)) {
+    s.n_expert = f.get_u64(a + "expert_count");
+    s.n_expert_used = f.get_u64(a + "expert_used_count");
+    s.n_ff_exp = f.get_u64(a + "expert_feed_forward_length");
+  }
+  s.tied_output = f.find_tensor("output.weight") == nullptr;
+  s.biases = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  s.n_vocab = f.find_tensor("token_embd.weight")->ne[1];
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    std::vector<float> v(static_cast<size_t>(t.n_elements()));
+    quant::dequantize_row(t.type, f.tensor_data(t), v.data(), t.n_elements());
+    m.values[t.name] = std::vector<double>(v.begin(), v.end());
+    m.types[t.name] = t.type;
+  }
+  return m;
+}
 
 /// Largest per-row relative RMS difference ||ours - ref|| / ||ref||: row j of `ours` (n_vocab
 /// contiguous floats) against ref[rows[j]].
@@ -294,7 +410,7 @@ enum class SequenceFiles { kLogits, kTokens };
 
 inline std::vector<std::string> reference_sequence_keys(const std::string& arch, SequenceFiles need) {
   std::vector<std::string> keys;
-  for (const char* k : {"a", "b", "c"}) {
+  for (const char* k : {"a", "b", "c", "m"}) {
     const std::string stem = "tiny-" + arch + "-" + k;
     const std::string rel =
         need == SequenceFiles::kLogits ? "logits/logits-" + stem + ".f16" : "logits/tokens-" + stem + ".i32";

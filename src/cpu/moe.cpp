@@ -1,0 +1,310 @@
+// MoeFfn: the routed FFN of LLaDA-MoE / RND1 as an expert-grouped GEMM (cpu/moe.h says what it
+// computes and where the formula comes from). One call runs these passes, each an OpenMP loop whose
+// items write disjoint outputs:
+//   1. route every row (router logits, softmax, top-k, weights)             rows
+//   2. group the n x k (row, expert) pairs by expert (counting sort)         serial, O(n k + E)
+//   3. gather + round each grouped row's input (Q8_K etc. as the experts read) grouped rows
+//   4. gate and up of every expert over its rows                             (expert, matrix, row block)
+//   5. silu(gate) * up and its rounding for down                             grouped rows
+//   6. down of every expert over its rows                                    (expert, row block)
+//   7. out_t = sum_j w_tj * down_row(t, j), slot order                       rows
+#include "cpu/moe.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "base/error.h"
+#include "cpu/kernels/qgemm.h"
+#include "cpu/ops.h"
+#include "model/model.h"
+
+namespace dllm::cpu {
+
+namespace {
+
+/// Output rows per expert work item: a multiple of the kernel's granularity near kTargetRows, a
+/// function of the matrix alone (so the split, and every output, does not depend on the thread
+/// count). An expert sees about n k / E rows (18 for LLaDA-MoE at a 141-token canvas), so an item of
+/// 128 output rows is still ~10 M multiply-adds: big enough that scheduling costs nothing, small
+/// enough that 64 experts x 8 blocks balance two threads.
+constexpr int64_t kTargetRows = 128;
+
+int64_t expert_chunk_rows(const Matrix& m) {
+  const int64_t g = std::max<int64_t>(1, m.row_granularity());
+  return std::max<int64_t>(1, kTargetRows / g) * g;
+}
+
+}  // namespace
+
+void moe_route_row(const float* router, int64_t n_expert, const float* x, int64_t d, int64_t k, bool norm,
+                   float* probs, int32_t* expert, float* weight) {
+  // Softmax as ggml_compute_forward_soft_max_f32: subtract the max, exp in f32, sum in double, scale
+  // by the f32 reciprocal of the sum.
+  float max = -INFINITY;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    probs[e] = dot_f32(router + e * d, x, d);
+    max = std::max(max, probs[e]);
+  }
+  double sum = 0;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    probs[e] = std::exp(probs[e] - max);
+    sum += probs[e];
+  }
+  const auto inv = static_cast<float>(1.0 / sum);
+  for (int64_t e = 0; e < n_expert; ++e) probs[e] *= inv;
+
+  // Top-k by repeated selection; a later index must be strictly larger to win, so equal
+  // probabilities keep index order (see moe.h for how this matches ggml's argsort).
+  uint64_t taken_lo = 0;  // experts < 64 already chosen (bitmask); the rest by a linear check
+  for (int64_t j = 0; j < k; ++j) {
+    int32_t best = -1;
+    for (int64_t e = 0; e < n_expert; ++e) {
+      bool taken = false;
+      if (e < 64) {
+        taken = (taken_lo >> e) & 1u;
+      } else {
+        for (int64_t i = 0; i < j; ++i) taken |= expert[i] == e;
+      }
+      if (!taken && (best < 0 || probs[e] > probs[best])) best = static_cast<int32_t>(e);
+    }
+    expert[j] = best;
+    weight[j] = probs[best];
+    if (best < 64) taken_lo |= uint64_t{1} << best;
+  }
+  if (norm) {
+    // ggml_sum_rows (accumulated in double, stored as f32), ggml_clamp to the smallest normal f16,
+    // ggml_div.
+    double s = 0;
+    for (int64_t j = 0; j < k; ++j) s += weight[j];
+    const float sum_w = std::max(static_cast<float>(s), 6.103515625e-5f);
+    for (int64_t j = 0; j < k; ++j) weight[j] = weight[j] / sum_w;
+  }
+}
+
+void moe_group(const MoeRouting& r, MoeGroups& g) {
+  const int64_t n_slots = r.n_rows * r.k;
+  g.begin.assign(static_cast<size_t>(r.n_expert + 1), 0);
+  for (int64_t s = 0; s < n_slots; ++s) ++g.begin[static_cast<size_t>(r.expert[s]) + 1];
+  for (int64_t e = 0; e < r.n_expert; ++e) g.begin[e + 1] += g.begin[e];
+  g.src_row.resize(static_cast<size_t>(n_slots));
+  g.grouped.resize(static_cast<size_t>(n_slots));
+  g.cursor.assign(g.begin.begin(), g.begin.end() - 1);
+  for (int64_t s = 0; s < n_slots; ++s) {
+    const int64_t i = g.cursor[static_cast<size_t>(r.expert[s])]++;
+    g.src_row[i] = static_cast<int32_t>(s / r.k);
+    g.grouped[s] = static_cast<int32_t>(i);
+  }
+}
+
+MoeExperts make_moe_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa, bool reference) {
+  MoeExperts ex;
+  const int64_t n_expert = lw.ffn_gate_exps->ne[2];
+  auto make = [&](const gguf::TensorInfo& t3, int64_t e) {
+    const gguf::TensorInfo slice = model::expert_matrix(t3, e);
+    std::unique_ptr<Matrix> mat =
+        reference ? make_matrix_ref(slice, m.data(slice)) : make_matrix(slice, m.data(slice), isa);
+    if (mat->owns_data()) m.file().release_pages(slice);
+    return mat;
+  };
+  for (int64_t e = 0; e < n_expert; ++e) {
+    ex.gate.push_back(make(*lw.ffn_gate_exps, e));
+    ex.up.push_back(make(*lw.ffn_up_exps, e));
+    ex.down.push_back(make(*lw.ffn_down_exps, e));
+  }
+  return ex;
+}
+
+Activations MoeFfn::Grouped::view(const float* f32_rows, int64_t begin, int64_t count) const {
+  Activations a;
+  a.n_tokens = count;
+  a.n_in = width;
+  const int64_t nb = width / quant::kQK_K;
+  if (f32_rows != nullptr) a.f32 = f32_rows + begin * width;
+  if (!q8k.empty()) {
+    a.q8k = q8k.data() + begin * nb;
+    a.bs32 = bs32.data() + begin * nb * 8;
+  }
+  if (!q8u.empty()) a.q8u = q8u.data() + begin * width;
+  return a;
+}
+
+void MoeFfn::Grouped::quantize(const RowKernels& rk, const float* row, int64_t i) {
+  if (q8k.empty()) return;
+  const int64_t nb = width / quant::kQK_K;
+  rk.quantize_q8_K(row, q8k.data() + i * nb, width);
+  qgemm::make_bs32(q8k.data() + i * nb, 1, nb, bs32.data() + i * nb * 8);
+  if (!q8u.empty()) qgemm::make_u8(q8k.data() + i * nb, 1, nb, q8u.data() + i * width);
+}
+
+MoeFfn::MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layers, int64_t max_rows, Isa isa,
+               int n_threads)
+    : c_(c), max_rows_(max_rows), n_threads_(std::max(1, n_threads)), rk_(&row_kernels(isa)) {
+  if (!c.is_moe()) throw Error("MoeFfn: the model has no experts");
+  bool in_q8k = false, in_q8u = false, in_f32 = false, act_q8k = false, act_q8u = false;
+  for (const MoeExperts& l : layers) {
+    for (const auto* mats : {&l.gate, &l.up}) {
+      for (const auto& m : *mats) {
+        in_q8k |= m->wants_q8k();
+        in_q8u |= m->wants_q8u();
+        in_f32 |= !m->wants_q8k();
+      }
+    }
+    for (const auto& m : l.down) {
+      act_q8k |= m->wants_q8k();
+      act_q8u |= m->wants_q8u();
+    }
+  }
+  const auto rows = static_cast<size_t>(max_rows * c.n_expert_used);
+  const int64_t d = c.n_embd, f = c.n_ff_exp;
+  auto size = [&](Grouped& g, int64_t width, bool q8k, bool q8u, bool f32) {
+    g.width = width;
+    if (q8k) {
+      // A Q4_K / Q6_K matrix's n_in is a multiple of 256 (make_matrix checks it).
+      g.q8k.resize(rows * static_cast<size_t>(width / quant::kQK_K));
+      g.bs32.resize(g.q8k.size() * 8);
+      if (q8u) g.q8u.resize(rows * static_cast<size_t>(width));
+    }
+    if (f32) g.f32.resize(rows * static_cast<size_t>(width));
+  };
+  size(in_, d, in_q8k, in_q8u, in_f32);
+  size(act_, f, act_q8k, act_q8u, false);  // its f32 rows are gate_
+  gate_.resize(rows * static_cast<size_t>(f));
+  up_.resize(rows * static_cast<size_t>(f));
+  down_.resize(rows * static_cast<size_t>(d));
+  routing_.n_expert = c.n_expert;
+  routing_.k = c.n_expert_used;
+  routing_.expert.resize(rows);
+  routing_.weight.resize(rows);
+  routing_.probs.resize(static_cast<size_t>(max_rows * c.n_expert));
+  // Grouping and work-item storage at its largest, so forward() never allocates.
+  groups_.begin.reserve(static_cast<size_t>(c.n_expert + 1));
+  groups_.cursor.reserve(static_cast<size_t>(c.n_expert));
+  groups_.src_row.reserve(rows);
+  groups_.grouped.reserve(rows);
+  order_.resize(static_cast<size_t>(c.n_expert));
+  size_t max_items = 0;
+  for (const MoeExperts& l : layers) {
+    size_t gu = 0, dn = 0;
+    for (size_t e = 0; e < l.gate.size(); ++e) {
+      const auto blocks = [](const Matrix& m) {
+        const int64_t ch = expert_chunk_rows(m);
+        return static_cast<size_t>((m.n_out() + ch - 1) / ch);
+      };
+      gu += blocks(*l.gate[e]) + blocks(*l.up[e]);
+      dn += blocks(*l.down[e]);
+    }
+    max_items = std::max({max_items, gu, dn});
+  }
+  items_.reserve(max_items);
+}
+
+void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const float* x, int64_t n,
+                     float* out, int64_t ldo) {
+  if (n <= 0 || n > max_rows_) {
+    throw Error("MoeFfn: " + std::to_string(n) + " rows, expected 1.." + std::to_string(max_rows_));
+  }
+  const int64_t d = c_.n_embd, f = c_.n_ff_exp, E = c_.n_expert, k = c_.n_expert_used;
+  const int nt = n_threads_;
+
+  // 1. Routing.
+  routing_.n_rows = n;
+  const float* router = lw.ffn_gate_inp.data();
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t t = 0; t < n; ++t) {
+    moe_route_row(router, E, x + t * d, d, k, c_.expert_weights_norm, &routing_.probs[t * E],
+                  &routing_.expert[t * k], &routing_.weight[t * k]);
+  }
+
+  // 2. Grouping.
+  moe_group(routing_, groups_);
+  const int64_t n_slots = n * k;
+
+  // 3. The grouped input rows.
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t i = 0; i < n_slots; ++i) {
+    const float* src = x + static_cast<int64_t>(groups_.src_row[i]) * d;
+    if (!in_.f32.empty()) std::memcpy(&in_.f32[i * d], src, static_cast<size_t>(d) * sizeof(float));
+    in_.quantize(*rk_, src, i);
+  }
+
+  // Experts in decreasing order of rows (ties by index), so the largest items are handed out first.
+  std::iota(order_.begin(), order_.end(), 0);
+  const auto rows_of = [&](int32_t e) { return groups_.begin[e + 1] - groups_.begin[e]; };
+  // Insertion sort: stable, no allocation (std::stable_sort may allocate), E <= 1024.
+  for (size_t i = 1; i < order_.size(); ++i) {
+    const int32_t e = order_[i];
+    size_t j = i;
+    for (; j > 0 && rows_of(order_[j - 1]) < rows_of(e); --j) order_[j] = order_[j - 1];
+    order_[j] = e;
+  }
+
+  auto run_items = [&](float* const* outs, const int64_t* ldys, const Grouped& in, const float* in_f32) {
+    const size_t n_items = items_.size();
+    // guided: runs of consecutive items (blocks of one expert) per thread, so a kernel's prefetch of
+    // the rows after its block usually fetches its own next item (as the dense matmuls, forward.cpp).
+#pragma omp parallel for schedule(guided) num_threads(nt)
+    for (size_t it = 0; it < n_items; ++it) {
+      const WorkItem& item = items_[it];
+      const int64_t b = groups_.begin[item.expert];
+      const Activations a = in.view(in_f32, b, groups_.begin[item.expert + 1] - b);
+      item.m->multiply(a, item.r0, item.r1, outs[item.which] + b * ldys[item.which], ldys[item.which]);
+    }
+  };
+  auto add_items = [&](const std::vector<std::unique_ptr<Matrix>>& mats, int32_t which) {
+    for (const int32_t e : order_) {
+      if (rows_of(e) == 0) break;
+      const Matrix& m = *mats[static_cast<size_t>(e)];
+      const int64_t chunk = expert_chunk_rows(m);
+      for (int64_t r0 = 0; r0 < m.n_out(); r0 += chunk)
+        items_.push_back(WorkItem{&m, e, which, r0, std::min(r0 + chunk, m.n_out())});
+    }
+  };
+
+  // 4. gate and up.
+  items_.clear();
+  add_items(ex.gate, 0);
+  add_items(ex.up, 1);
+  {
+    float* outs[2] = {gate_.data(), up_.data()};
+    const int64_t ldys[2] = {f, f};
+    run_items(outs, ldys, in_, in_.f32.empty() ? nullptr : in_.f32.data());
+  }
+
+  // 5. SwiGLU per grouped row, rounded for down.
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t i = 0; i < n_slots; ++i) {
+    rk_->silu_mul(&gate_[i * f], &up_[i * f], &gate_[i * f], f);
+    act_.quantize(*rk_, &gate_[i * f], i);
+  }
+
+  // 6. down.
+  items_.clear();
+  add_items(ex.down, 0);
+  {
+    float* outs[1] = {down_.data()};
+    const int64_t ldys[1] = {d};
+    run_items(outs, ldys, act_, gate_.data());
+  }
+
+  // 7. The weighted sum, slot by slot as ggml adds the experts' views (products rounded, then added).
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t t = 0; t < n; ++t) {
+    float* o = out + t * ldo;
+    for (int64_t j = 0; j < k; ++j) {
+      const float w = routing_.weight[t * k + j];
+      const float* dr = &down_[static_cast<int64_t>(groups_.grouped[t * k + j]) * d];
+      if (j == 0) {
+        for (int64_t i = 0; i < d; ++i) o[i] = w * dr[i];
+      } else {
+        for (int64_t i = 0; i < d; ++i) o[i] += w * dr[i];
+      }
+    }
+  }
+}
+
+}  // namespace dllm::cpu

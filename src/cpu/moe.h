@@ -1,0 +1,132 @@
+// The mixture-of-experts FFN block of LLaDA-MoE and RND1 on the CPU. It computes what llama.cpp's
+// build_moe_ffn (src/llama-graph.cpp) builds for src/models/llada-moe.cpp and rnd1.cpp (SiLU gate,
+// softmax gating, no shared expert, no expert bias), for each row h of the normalized FFN input:
+//   p    = softmax(W_r h)                 router W_r: E rows x d (ffn_gate_inp, F32)
+//   S    = the k experts of largest p, in descending order (equal p: the lower expert index first)
+//   w_e  = p_e (LLaDA-MoE), or p_e / max(sum_{e' in S} p_e', 2^-14) (RND1: norm_w)
+//   out  = sum over S, in that order, of w_e * W_down_e (silu(W_gate_e h) * (W_up_e h))
+// Expert-grouped GEMM: every canvas row is routed first, the (row, expert) pairs are grouped by
+// expert, and each expert's gate / up / down runs as one GEMM over only its rows (about n k / E of
+// them). Those GEMMs are small, so the work items are (expert, output-row block) pairs, not experts.
+// Every output element is written by one work item in a fixed order, and the weighted sum back runs
+// per row over its slots in slot order, so the result is bit-identical for any thread count.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cpu/kernels/row_kernels.h"
+#include "cpu/matmul.h"
+#include "model/config.h"
+#include "quant/blocks.h"
+
+namespace dllm::model {
+class Model;
+struct LayerWeights;
+}  // namespace dllm::model
+
+namespace dllm::cpu {
+
+/// Top-k routing of n rows over E experts. Row t's slot j (j < k, by descending probability) goes to
+/// expert[t * k + j] with weight[t * k + j]; probs holds the full softmax, n x E.
+struct MoeRouting {
+  int64_t n_rows = 0;
+  int64_t n_expert = 0;
+  int64_t k = 0;
+  std::vector<int32_t> expert;  ///< n_rows x k
+  std::vector<float> weight;    ///< n_rows x k
+  std::vector<float> probs;     ///< n_rows x n_expert
+};
+
+/// Routing of one row x (d values): logits l_e = dot_f32(router + e * d, x) (f32, cpu/ops.h), probs
+/// p_e = exp(l_e - max l) * (1 / sum) with the sum in double (ggml_soft_max_f32), then the k largest
+/// p_e by repeated selection, the first index winning among equal values: the order ggml's argsort
+/// (std::sort with `>`) gives for E <= 16, where libstdc++'s std::sort is an insertion sort and so
+/// keeps equal elements in index order; for more experts std::sort's order among exactly equal
+/// probabilities is unspecified, and ours stays lower-index-first. weight_j = p of slot j, divided by
+/// max(sum of the k weights in f32 (ggml_sum_rows), 6.103515625e-5) when norm (ggml_clamp, ggml_div).
+/// probs: E floats out; expert, weight: k values out. Requires 1 <= k <= E.
+void moe_route_row(const float* router, int64_t n_expert, const float* x, int64_t d, int64_t k, bool norm,
+                   float* probs, int32_t* expert, float* weight);
+
+/// The n x k assignments of a routing, grouped by expert: grouped rows [begin[e], begin[e + 1]) belong
+/// to expert e, in increasing (row, slot) order; grouped row i reads activation row src_row[i], and
+/// slot (t, j) is grouped row grouped[t * k + j]. A function of the routing only.
+struct MoeGroups {
+  std::vector<int64_t> begin;    ///< n_expert + 1
+  std::vector<int32_t> src_row;  ///< n_rows x k
+  std::vector<int32_t> grouped;  ///< n_rows x k
+  std::vector<int64_t> cursor;   ///< scratch of moe_group, n_expert
+};
+
+/// Counting sort of r's assignments by expert (stable in row-major slot order). Reuses g's storage: no
+/// allocation once g has held a routing of this size.
+void moe_group(const MoeRouting& r, MoeGroups& g);
+
+/// One layer's experts prepared for an ISA: expert e's gate and up are n_ff_exp x n_embd matrices,
+/// its down n_embd x n_ff_exp (model::expert_matrix slices of the 3-D tensors).
+struct MoeExperts {
+  std::vector<std::unique_ptr<Matrix>> gate, up, down;  ///< n_expert each
+};
+
+/// Prepares lw's experts with make_matrix (or make_matrix_ref when `reference`), releasing the mapped
+/// pages of every expert a matrix copied. Throws dllm::Error as make_matrix does (a type without a
+/// matrix kernel, names the slice "blk.N.ffn_up_exps.weight[e]").
+MoeExperts make_moe_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa,
+                            bool reference = false);
+
+/// The block above with its scratch, sized once for up to max_rows rows (no allocation in forward()).
+/// Not reentrant: one forward() at a time per object.
+class MoeFfn {
+ public:
+  /// `layers`: every layer's experts (they decide which activation formats the scratch holds).
+  MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layers, int64_t max_rows, Isa isa,
+         int n_threads);
+
+  /// out[t * ldo + i] = the block's output for row t of x (n rows of n_embd, row stride n_embd: the
+  /// normalized FFN input), t < n <= max_rows, i < n_embd. The routing of this call stays readable
+  /// through routing() until the next call.
+  void forward(const model::LayerWeights& lw, const MoeExperts& ex, const float* x, int64_t n, float* out,
+               int64_t ldo);
+
+  const MoeRouting& routing() const { return routing_; }
+  const MoeGroups& groups() const { return groups_; }
+
+ private:
+  /// Activations view of grouped rows [begin, begin + count) of one of the two grouped inputs.
+  struct Grouped {
+    std::vector<float> f32;              ///< rows x width, only when a float-type matrix reads it
+    std::vector<quant::block_q8_K> q8k;  ///< rows x width / 256, when a Q4_K / Q6_K matrix reads it
+    std::vector<int16_t> bs32;           ///< rows x width / 256 x 8
+    std::vector<uint8_t> q8u;            ///< rows x width, when a matrix reads Activations::q8u
+    int64_t width = 0;
+    Activations view(const float* f32_rows, int64_t begin, int64_t count) const;
+    /// Rounds one f32 row into grouped row i of the quantized forms.
+    void quantize(const RowKernels& rk, const float* row, int64_t i);
+  };
+
+  /// One GEMM work item: output rows [r0, r1) of matrix m over expert `expert`'s grouped rows, into
+  /// output buffer `which`.
+  struct WorkItem {
+    const Matrix* m;
+    int32_t expert;
+    int32_t which;
+    int64_t r0, r1;
+  };
+
+  model::ModelConfig c_;
+  int64_t max_rows_ = 0;
+  int n_threads_ = 1;
+  const RowKernels* rk_ = nullptr;
+  MoeRouting routing_;
+  MoeGroups groups_;
+  Grouped in_;                    ///< the FFN input, gathered in expert order
+  Grouped act_;                   ///< silu(gate) * up, the down projection's input (f32 = gate_)
+  std::vector<float> gate_, up_;  ///< n x k rows of n_ff_exp
+  std::vector<float> down_;       ///< n x k rows of n_embd
+  std::vector<int32_t> order_;    ///< experts by decreasing row count
+  std::vector<WorkItem> items_;
+};
+
+}  // namespace dllm::cpu
