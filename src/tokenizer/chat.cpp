@@ -5,6 +5,12 @@
 // Dream-v0-Instruct-7B (Qwen2.5) chat_template without tools:
 //   '<|im_start|>system\n' + (system or the default) + '<|im_end|>\n', per message
 //   '<|im_start|>' + role + '\n' + content + '<|im_end|>\n', generation prompt '<|im_start|>assistant\n'.
+// LLaDA-MoE-7B-A1B-Instruct (the Ling 2.0 role format, as llama.cpp src/llama-chat.cpp renders
+// LLM_CHAT_TEMPLATE_BAILING2, the template it recognises by "<role>ASSISTANT</role>", "<role>HUMAN</role>"
+// and "<|role_end|>"; inclusionAI/dInfer benchmarks/benchmark.py feeds LLaDA-MoE-7B-A1B-Instruct the same
+// text): '<role>SYSTEM</role>' + (system or 'detailed thinking off') + '<|role_end|>', per message
+// '<role>' + ROLE + '</role>' + content + '<|role_end|>' (user is HUMAN, other roles upper-cased),
+// generation prompt '<role>ASSISTANT</role>'.
 #include "tokenizer/chat.h"
 
 #include <string>
@@ -110,6 +116,25 @@ std::vector<Segment> render_segments(const Tokenizer& tok, const ChatOptions& o)
       seg.push_back({Segment::kTemplateText, "assistant\n"});
       break;
     }
+    case ChatTemplateKind::kLladaMoe: {
+      const auto message = [&](const std::string& role, const std::string& content, bool user_text) {
+        seg.push_back({Segment::kMarker, "<role>"});
+        seg.push_back({Segment::kTemplateText, role});
+        seg.push_back({Segment::kMarker, "</role>"});
+        seg.push_back({user_text ? Segment::kUserText : Segment::kTemplateText, content});
+        seg.push_back({Segment::kMarker, "<|role_end|>"});
+      };
+      if (o.system) {
+        message("SYSTEM", *o.system, true);
+      } else {
+        message("SYSTEM", "detailed thinking off", false);
+      }
+      message("HUMAN", o.prompt, true);
+      seg.push_back({Segment::kMarker, "<role>"});
+      seg.push_back({Segment::kTemplateText, "ASSISTANT"});
+      seg.push_back({Segment::kMarker, "</role>"});
+      break;
+    }
     case ChatTemplateKind::kSentinel:
       break;
   }
@@ -126,6 +151,8 @@ const char* chat_template_kind_name(ChatTemplateKind k) {
       return "llada";
     case ChatTemplateKind::kChatml:
       return "chatml";
+    case ChatTemplateKind::kLladaMoe:
+      return "llada-moe";
     case ChatTemplateKind::kSentinel:
       break;
   }
@@ -136,9 +163,12 @@ ChatTemplateKind detect_chat_template(std::string_view t) {
   if (t.empty()) return ChatTemplateKind::kNone;
   if (t.find("<|start_header_id|>") != std::string_view::npos) return ChatTemplateKind::kLlada;
   if (t.find("<|im_start|>") != std::string_view::npos) return ChatTemplateKind::kChatml;
+  if (t.find("<role>") != std::string_view::npos && t.find("<|role_end|>") != std::string_view::npos)
+    return ChatTemplateKind::kLladaMoe;
   throw Error(
-      "unsupported chat template in tokenizer.chat_template (neither LLaDA <|start_header_id|> nor ChatML "
-      "<|im_start|> style); run with --no-chat and write the template into the prompt");
+      "unsupported chat template in tokenizer.chat_template (neither LLaDA <|start_header_id|>, ChatML "
+      "<|im_start|> nor LLaDA-MoE <role>...<|role_end|> style); run with --no-chat and write the template "
+      "into the prompt");
 }
 
 std::optional<std::string> chatml_default_system(std::string_view t) {

@@ -20,14 +20,17 @@ enum class ChatTemplateKind {
   kNone = 0,    ///< no tokenizer.chat_template in the file: the prompt is used as is
   kLlada = 1,   ///< Llama-3 style headers (<|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>), LLaDA
   kChatml = 2,  ///< <|im_start|>role\n...<|im_end|>\n, Dream (Qwen2.5 template)
-  kSentinel = 3,
+  /// <role>ROLE</role>...<|role_end|>, LLaDA-MoE-7B-A1B-Instruct (the Ling 2.0 "bailing2" format)
+  kLladaMoe = 3,
+  kSentinel = 4,
 };
 
-/// "none", "llada", "chatml".
+/// "none", "llada", "chatml", "llada-moe".
 const char* chat_template_kind_name(ChatTemplateKind k);
 
 /// Recognises the template from its text: contains "<|start_header_id|>" -> kLlada, "<|im_start|>" ->
-/// kChatml, empty -> kNone. Any other template -> dllm::Error naming the problem and suggesting --no-chat.
+/// kChatml, "<role>" and "<|role_end|>" -> kLladaMoe, empty -> kNone. Any other template ->
+/// dllm::Error naming the problem and suggesting --no-chat.
 ChatTemplateKind detect_chat_template(std::string_view template_text);
 
 /// The ChatML template's built-in system prompt (Dream: "You are a helpful assistant."), taken from the

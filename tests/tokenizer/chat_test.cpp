@@ -52,9 +52,48 @@ TEST(Chat, DetectKinds) {
   EXPECT_EQ(tokenizer::detect_chat_template(dream_tok().chat_template()),
             tokenizer::ChatTemplateKind::kChatml);
   EXPECT_EQ(tokenizer::detect_chat_template(""), tokenizer::ChatTemplateKind::kNone);
+  EXPECT_EQ(tokenizer::detect_chat_template(
+                "{{ '<role>SYSTEM</role>detailed thinking off<|role_end|>' }}{% for m in messages %}..."),
+            tokenizer::ChatTemplateKind::kLladaMoe);
   EXPECT_THROW(tokenizer::detect_chat_template("{{ messages[0]['content'] }}"), Error);
   EXPECT_EQ(tokenizer::chatml_default_system(dream_tok().chat_template()), "You are a helpful assistant.");
   EXPECT_EQ(tokenizer::chatml_default_system("{{ '<|im_start|>' + m + '<|im_end|>' }}"), std::nullopt);
+}
+
+// LLaDA-MoE-7B-A1B-Instruct's role format, on the tiny LLaDA vocabulary with the three role markers
+// added as control tokens (the real 157k vocabulary is not in ../shared). Expected text as llama.cpp
+// src/llama-chat.cpp renders LLM_CHAT_TEMPLATE_BAILING2 for one user message and the generation prompt.
+TEST(Chat, LladaMoeRoleFormat) {
+  auto file = gguf::GgufFile::open(reference("tiny-llada-q4km.gguf").string());
+  auto spec = tokenizer::read_vocab_spec(file);
+  const int32_t first = static_cast<int32_t>(spec.tokens.size());
+  for (const char* t : {"<role>", "</role>", "<|role_end|>"}) {
+    spec.tokens.push_back(t);
+    spec.token_types.push_back(3);  // CONTROL
+  }
+  spec.add_bos = false;
+  spec.chat_template =
+      "{%- if messages[0]['role'] != 'system' %}{{- '<role>SYSTEM</role>detailed thinking off<|role_end|>' "
+      "}}{%- endif %}...<role>HUMAN</role>...<role>ASSISTANT</role>";
+  const Tokenizer t = Tokenizer::from_vocab(spec);
+  ChatOptions o;
+  o.prompt = "What is 2+2?";
+  EXPECT_EQ(tokenizer::render_chat(t, o),
+            "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>What is 2+2?<|role_end|>"
+            "<role>ASSISTANT</role>");
+  o.system = "You are a helpful AI assistant";
+  EXPECT_EQ(tokenizer::render_chat(t, o),
+            "<role>SYSTEM</role>You are a helpful AI assistant<|role_end|><role>HUMAN</role>What is 2+2?"
+            "<|role_end|><role>ASSISTANT</role>");
+  // The markers are single ids, with and without special parsing of the user's text.
+  for (const bool special : {true, false}) {
+    o.parse_special = special;
+    const auto ids = tokenizer::prompt_tokens(t, o);
+    ASSERT_GE(ids.size(), 3u);
+    EXPECT_EQ(ids[0], first);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), first + 2), 2) << "two <|role_end|>";
+    EXPECT_EQ(ids[ids.size() - 1], first + 1) << "ends with </role> of ASSISTANT";
+  }
 }
 
 // Exactly one BOS: LLaDA's template writes bos_token and add_bos_token is true.
