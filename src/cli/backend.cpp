@@ -7,6 +7,7 @@
 #include "base/isa.h"
 #include "cpu/forward.h"
 #include "cuda/device.h"
+#include "model/model.h"
 
 namespace dllm::cli {
 
@@ -118,7 +119,14 @@ std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOp
   }
   const cuda::GpuGemm gemm = cuda::parse_gpu_gemm(o.gpu_gemm);  // usage error before any work
   bool use_gpu = o.device == "gpu";
-  if (o.device == "auto") {
+  if (use_gpu && model.config().is_moe()) {
+    // cuda::GpuForward refuses these too; saying it here spares a GPU probe and the upload.
+    throw Error(model.config().arch_name +
+                ": MoE models run on the CPU only for now (run with --device cpu)");
+  }
+  if (o.device == "auto" && model.config().is_moe()) {
+    if (why_cpu) *why_cpu = "MoE models run on the CPU only for now";
+  } else if (o.device == "auto") {
     const cuda::GpuProbe probe = cuda::probe_gpu();
     use_gpu = probe.gpu.has_value();
     if (!use_gpu && why_cpu) *why_cpu = probe.reason;

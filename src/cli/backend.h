@@ -62,8 +62,10 @@ std::vector<std::string> check_support(const diffusion::SourceSupport& support, 
 /// Builds the backend --device asks for. Throws dllm::UsageError for an unknown --device/--gpu-gemm
 /// and what check_support throws (before any GPU work), dllm::Error "no GPU found: <reason> (run with
 /// --device cpu)" for --device gpu without a usable GPU (also in builds without CUDA), and what
-/// CpuForward / GpuForward throw (weight types without a kernel, too little GPU memory). `auto` falls
-/// back to the CPU when no GPU is found; `why_cpu` (when not null) receives the reason.
+/// CpuForward / GpuForward throw (weight types without a kernel, too little GPU memory), and
+/// dllm::Error "<arch>: MoE models run on the CPU only for now (run with --device cpu)" for --device
+/// gpu on a llada-moe / rnd1 model. `auto` falls back to the CPU when no GPU is found and for a MoE
+/// model; `why_cpu` (when not null) receives the reason.
 std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOptions& options,
                                       std::string* why_cpu = nullptr);
 

@@ -25,9 +25,11 @@ Command add_tokenize_command(CLI::App& root) {
   sub->add_flag("--no-special", o->no_special, "Treat control-token text in the prompt as plain text");
   return {sub, [o, sub]() {
             note_prompt_flags(*sub, *o);
-            const tokenizer::ChatOptions chat = chat_options(*o);  // usage errors before any model I/O
+            tokenizer::ChatOptions chat = chat_options(*o);  // usage errors before any model I/O
             const std::string path = resolve_model_or_default(o->model.model, offline_requested(o->model));
             const gguf::GgufFile file = gguf::GgufFile::open(path);
+            if (const std::string note = apply_model_defaults(chat, file); !note.empty())
+              std::cerr << "note: " << note << "\n";
             const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(file);
             const std::string system_note = ignored_system_warning(tok, *o);
             if (!system_note.empty()) std::fprintf(stderr, "warning: %s\n", system_note.c_str());

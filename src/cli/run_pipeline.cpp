@@ -2,7 +2,11 @@
 // denoising loop over the forward pass (CPU or GPU, --device), print the answer (streamed as it becomes
 // final) or JSON. Defaults per architecture (README "Defaults"): LLaDA follows generate.py's chat settings
 // (block 32, steps = max tokens, low_confidence, temperature 0); Dream follows its model card's alg
-// (entropy) with temperature 0, eps 1e-3.
+// (entropy) with temperature 0, eps 1e-3. LLaDA-MoE runs the LLaDA loop (its model card's generate is
+// LLaDA's); RND1 runs the Dream loop: RND1's own sampler (radicalnumerics RND1 rnd/sampling.py) shifts the
+// logits and commits the lowest-entropy positions on a timestep schedule, which is Dream's entropy
+// algorithm, and llama.cpp's examples/diffusion/README.md runs RND1 with --diffusion-eps 0.001
+// --diffusion-algorithm 1 (entropy); the file has no diffusion.shift_logits, so the logits are shifted.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -77,14 +81,15 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
   p.end_ids = tok.eog_ids();
   p.sampleable = tok.sampleable_mask(static_cast<int32_t>(n_vocab));
 
-  if (cfg.arch == model::Arch::kLlada) {
+  if (cfg.arch == model::Arch::kLlada || cfg.arch == model::Arch::kLladaMoe) {
     p.schedule = diffusion::Schedule::kLlada;
     p.remasking = diffusion::parse_remasking(o.remasking);
     // One block when --max-tokens is not a multiple of the default 32 and --block-length was not given.
     p.block_length =
         o.was_given("--block-length") || o.max_tokens % o.block_length == 0 ? o.block_length : o.max_tokens;
     for (const char* flag : {"--alg", "--alg-temp", "--top-p", "--top-k"}) {
-      if (o.was_given(flag)) warn(report, std::string(flag) + " applies to Dream models; ignored for llada");
+      if (o.was_given(flag))
+        warn(report, std::string(flag) + " applies to Dream models; ignored for " + cfg.arch_name);
     }
   } else {
     p.schedule = diffusion::Schedule::kDream;
@@ -94,7 +99,8 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
     p.top_k = o.top_k;
     // Dream uses blocks only for threshold decoding; 0 = the whole canvas is one block.
     p.block_length = o.was_given("--block-length") ? o.block_length : 0;
-    if (o.was_given("--remasking")) warn(report, "--remasking applies to LLaDA models; ignored for dream");
+    if (o.was_given("--remasking"))
+      warn(report, "--remasking applies to LLaDA models; ignored for " + cfg.arch_name);
     if (o.was_given("--block-length") && !o.threshold) {
       warn(report, "--block-length applies to LLaDA models (or Dream with --threshold); ignored");
     }
@@ -267,7 +273,7 @@ int run_generate(RunOptions& o) {
   RunReport report;
   report.seed = o.seed;
   report.max_tokens = o.max_tokens;
-  const tokenizer::ChatOptions chat = chat_options(o);  // usage errors before any file I/O
+  tokenizer::ChatOptions chat = chat_options(o);  // usage errors before any file I/O
 
   // --threads 0 and --device auto resolved once (OMP_NUM_THREADS, an ISA choice), for every use below.
   std::string omp_warning;
@@ -287,6 +293,8 @@ int run_generate(RunOptions& o) {
   for (const std::string& w : check_vocab_keys(*m.file, tok, cfg.arch_name)) warn(report, w);
   if (const std::string w = ignored_system_warning(tok, o); !w.empty()) warn(report, w);
 
+  if (const std::string note = apply_model_defaults(chat, *m.file); !note.empty())
+    std::fprintf(stderr, "note: %s\n", note.c_str());
   Stopwatch tok_watch;
   report.prompt_tokens = tokenizer::prompt_tokens(tok, chat);
   report.tokenize_ms = tok_watch.elapsed_ms();
@@ -310,7 +318,8 @@ int run_generate(RunOptions& o) {
   report.threads = backend->threads();
   // The device line is a status line whenever a GPU runs (stdout keeps only the answer).
   if (o.verbose || report.device == "gpu") std::fprintf(stderr, "%s\n", backend->describe().c_str());
-  if (o.verbose && !why_cpu.empty()) std::fprintf(stderr, "(--device auto: no GPU: %s)\n", why_cpu.c_str());
+  if (o.verbose && !why_cpu.empty())
+    std::fprintf(stderr, "(--device auto chose the CPU: %s)\n", why_cpu.c_str());
 
   diffusion::LogitsSource& source = *backend;
   diffusion::SamplerParams params = sampler_params(o, cfg, tok, backend->n_vocab(), report);

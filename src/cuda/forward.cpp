@@ -149,6 +149,7 @@ struct GpuForward::Impl {
   Impl(const model::Model& m, const GpuForwardOptions& opt)
       : model(m), plan(m, opt.max_tokens, 1, opt.rope_mode), c(plan.config()), gemm(opt.gemm) {
     max_tokens_pad = round_up(plan.max_tokens(), kern::kTokenTile);
+    check_blocks();
     check_shapes();
     select_gpu(opt.device);
     check_memory();
@@ -159,6 +160,16 @@ struct GpuForward::Impl {
     cublas = handles.cublas;
     upload_weights();
     allocate();
+  }
+
+  /// Blocks the kernels implement: the routed FFN (FfnKind::kMoe) and the Q/K norm of llada-moe / rnd1
+  /// have no GPU kernels yet. Throws dllm::Error "<arch>: MoE models run on the CPU only for now (run
+  /// with --device cpu)".
+  void check_blocks() const {
+    for (size_t il = 0; il < plan.n_layer(); ++il) {
+      if (plan.layer(il).ffn != model::FfnKind::kDense || plan.layer(il).qk_norm)
+        throw Error(c.arch_name + ": MoE models run on the CPU only for now (run with --device cpu)");
+    }
   }
 
   /// Shapes the kernels handle: attention's head_dim, and widths the int8 activations split into 32s.
