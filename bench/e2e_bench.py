@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""End-to-end denoising-step benchmark on the synthetic LLaDA-8B-shaped file.
+"""End-to-end denoising-step benchmark on a synthetic full-size file (LLaDA-8B by default; --arch
+llada-moe --model ... for LLaDA-MoE-7B-A1B).
 
 Runs `dllm run --json` on a canvas of prompt + 128 masks for a few steps and records ms per step
 (each step is one full forward pass over the canvas plus the sampler), ms per forward pass, load
@@ -118,12 +119,17 @@ def ensure_model(path: Path, arch: str, bindir: Path):
 
 def matmul_params(bindir: Path, model: Path):
     """Multiply-adds per token of all weight matrices a forward pass multiplies (every 2-D tensor but
-    token_embd, which is a row lookup), from `dllm inspect`'s tensor list."""
+    token_embd, which is a row lookup), from `dllm inspect`'s tensor list. A 3-D expert tensor
+    [n_in, n_out, E] counts expert_used_count of its E matrices: each token runs that many."""
     out = sh([str(bindir / "dllm"), "inspect", str(model)]).stdout
+    used = re.search(r"^\s*\S+\.expert_used_count\s+\S+\s+(\d+)", out, re.M)
+    k = int(used.group(1)) if used else 0
     total = 0
-    for m in re.finditer(r"^\s*\d+\s+(\S+)\s+\S+\s+\[(\d+), (\d+)\]", out, re.M):
-        if m.group(1) != "token_embd.weight":
-            total += int(m.group(2)) * int(m.group(3))
+    for m in re.finditer(r"^\s*\d+\s+(\S+)\s+\S+\s+\[(\d+), (\d+)(?:, (\d+))?\]", out, re.M):
+        if m.group(1) == "token_embd.weight":
+            continue
+        n = int(m.group(2)) * int(m.group(3))
+        total += n * k if m.group(4) else n
     return total
 
 

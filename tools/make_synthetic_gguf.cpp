@@ -1,6 +1,6 @@
-// make_synthetic_gguf: writes a full-size LLaDA-8B or Dream-7B shaped Q4_K_M GGUF with random
-// weights (for benchmarks and load tests; see synthetic_gguf.h).
-//   make_synthetic_gguf --arch llada|dream --out PATH [--seed N] [--layers N]
+// make_synthetic_gguf: writes a full-size LLaDA-8B, Dream-7B, LLaDA-MoE-7B-A1B or RND1 (30B-A3B) shaped
+// Q4_K_M GGUF with random weights (for benchmarks and load tests; see synthetic_gguf.h).
+//   make_synthetic_gguf --arch llada|dream|llada-moe|rnd1 --out PATH [--seed N] [--layers N]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,11 +13,14 @@
 namespace {
 
 const char* kUsage =
-    "usage: make_synthetic_gguf --arch llada|dream --out PATH [--seed N] [--layers N] [--dry-run]\n"
-    "  --arch     llada (LLaDA-8B shape) or dream (Dream-7B shape)\n"
+    "usage: make_synthetic_gguf --arch llada|dream|llada-moe|rnd1 --out PATH [--seed N] [--layers N] "
+    "[--dry-run]\n"
+    "  --arch     llada (LLaDA-8B shape), dream (Dream-7B), llada-moe (LLaDA-MoE-7B-A1B) or rnd1\n"
+    "             (RND1-Base-0910, 30B-A3B)\n"
     "  --out      output GGUF path (replaced)\n"
     "  --seed     random seed (default 1); the same seed gives the same file\n"
-    "  --layers   number of layers (default: the real model's, 32 / 28); fewer gives a smaller file\n"
+    "  --layers   number of layers (default: the real model's, 32 / 28 / 16 / 48); fewer gives a smaller "
+    "file\n"
     "  --dry-run  print the tensor plan (name type ne0,ne1) instead of writing\n";
 
 uint64_t parse_number(const std::string& flag, const std::string& v) {
@@ -59,7 +62,7 @@ int main(int argc, char** argv) {
         throw dllm::UsageError("unknown flag '" + a + "'\n" + kUsage);
       }
     }
-    if (arch.empty()) throw dllm::UsageError("--arch is required (llada or dream)");
+    if (arch.empty()) throw dllm::UsageError("--arch is required (llada, dream, llada-moe or rnd1)");
     const dllm::synth::Spec spec = dllm::synth::spec_for(arch, static_cast<uint32_t>(layers));
     if (dry_run) {
       for (const auto& t : dllm::synth::tensor_plan(spec)) {

@@ -1,4 +1,4 @@
-// Synthetic LLaDA-8B / Dream-7B GGUF writer; see synthetic_gguf.h.
+// Synthetic LLaDA-8B / Dream-7B / LLaDA-MoE-7B-A1B / RND1 GGUF writer; see synthetic_gguf.h.
 #include "synthetic_gguf.h"
 
 #include <cstring>
@@ -228,6 +228,37 @@ std::map<uint32_t, std::pair<std::string, int32_t>> dream_specials() {
   return s;
 }
 
+/// LLaDA-MoE's ids that its runtimes hard-code: mask 156895 (llama.cpp conversion/llada.py
+/// LLaDAMoEModel writes add_mask_token_id(156895)), EOS / pad 156892 (inclusionAI dInfer
+/// tests/test_llada_moe.py: ThresholdParallelDecoder(mask_id=156895, eos_id=156892)). The role markers'
+/// ids and every other token are placeholders of ours: the real 157184-token Ling vocabulary is not
+/// needed for speed.
+std::map<uint32_t, std::pair<std::string, int32_t>> llada_moe_specials() {
+  std::map<uint32_t, std::pair<std::string, int32_t>> s;
+  s[156891] = {"<|startoftext|>", kControl};
+  s[156892] = {"<|endoftext|>", kControl};
+  s[156895] = {"<|mask|>", kControl};
+  s[156896] = {"<role>", kControl};
+  s[156897] = {"</role>", kControl};
+  s[156898] = {"<|role_end|>", kControl};
+  return s;
+}
+
+/// RND1-Base's tokenizer is Qwen3's: Qwen2.5's added tokens 151643..151664, Qwen3's 151665..151668
+/// (<tool_response>, </tool_response>, <think>, </think>), and the mask 151669 (radicalnumerics RND1
+/// rnd/sampling.py: mask_token_id = 151669, eos_token_id = 151645). The mask's text is ours.
+std::map<uint32_t, std::pair<std::string, int32_t>> rnd1_specials() {
+  auto s = dream_specials();
+  s.erase(151665);
+  s.erase(151666);
+  s[151665] = {"<tool_response>", kUserDefined};
+  s[151666] = {"</tool_response>", kUserDefined};
+  s[151667] = {"<think>", kUserDefined};
+  s[151668] = {"</think>", kUserDefined};
+  s[151669] = {"<|mask|>", kControl};
+  return s;
+}
+
 // LLaDA-8B-Instruct tokenizer_config.json chat_template (exact string; the \n are real newlines).
 const char* kLladaTemplate =
     "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
@@ -243,6 +274,17 @@ const char* kDreamTemplate =
     "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
+// LLaDA-MoE-7B-A1B-Instruct's role format as a Jinja template of ours (the rendering llama.cpp's
+// src/llama-chat.cpp gives LLM_CHAT_TEMPLATE_BAILING2; see src/tokenizer/chat.cpp), so llama.cpp and
+// we both recognise and render it.
+const char* kLladaMoeTemplate =
+    "{%- if not (messages|length > 0 and messages[0]['role'] == 'system') %}"
+    "{{- '<role>SYSTEM</role>detailed thinking off<|role_end|>' }}{%- endif %}"
+    "{%- for message in messages %}{%- if message['role'] == 'user' %}"
+    "{{- '<role>HUMAN</role>' + message['content'] + '<|role_end|>' }}{%- else %}"
+    "{{- '<role>' + message['role'] | upper + '</role>' + message['content'] + '<|role_end|>' }}{%- endif %}"
+    "{%- endfor %}{%- if add_generation_prompt %}{{- '<role>ASSISTANT</role>' }}{%- endif %}";
+
 bool use_more_bits(uint32_t i, uint32_t n) {
   return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
@@ -257,8 +299,35 @@ Spec spec_for(const std::string& arch, uint32_t layers) {
   } else if (arch == "dream") {
     s = Spec{"dream", "synthetic-dream-7b", 28,    3584, 28,     4, 18944, 152064,
              131072,  1000000.0f,           1e-6f, true, "qwen2"};
+  } else if (arch == "llada-moe") {
+    // LLaDA-MoE-7B-A1B (inclusionAI/LLaDA-MoE-7B-A1B-Instruct config.json as quoted in public code:
+    // hidden_size 2048, num_hidden_layers 16, num_attention_heads 16, num_key_value_heads 16,
+    // num_experts 64, num_experts_per_tok 8, expert_intermediate_size 1024, dense_intermediate_size
+    // 8192, rope_theta 50000, max_position_embeddings 8192; vocab 157184, the Ling tokenizer's).
+    // head_dim 128 = 2048 / 16, so no key_length key, as llama.cpp's converter writes it.
+    s = Spec{"llada-moe", "synthetic-llada-moe-7b-a1b",
+             16,          2048,
+             16,          16,
+             8192,        157184,
+             8192,        50000.0f,
+             1e-5f,       false,
+             "llada-moe"};
+    s.n_expert = 64;
+    s.n_expert_used = 8;
+    s.n_ff_exp = 1024;
+  } else if (arch == "rnd1") {
+    // RND1-Base-0910 is Qwen3-30B-A3B converted to diffusion (RND1 README): 48 layers, hidden 2048,
+    // 32 query heads, 4 KV groups, head_dim (kv-channels) 128, 128 experts, top 8, moe ffn 768, dense
+    // ffn 6144, vocab 151936, rope base 1e6, eps 1e-6, untied embeddings (Qwen3-30B-A3B shapes as
+    // e.g. THUDM slime scripts/models/qwen3-30B-A3B.sh spells them).
+    s = Spec{"rnd1", "synthetic-rnd1-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 32768, 1000000.0f, 1e-6f, false,
+             "qwen2"};
+    s.n_expert = 128;
+    s.n_expert_used = 8;
+    s.n_ff_exp = 768;
+    s.head_dim = 128;
   } else {
-    throw UsageError("unknown --arch '" + arch + "' (supported: llada, dream)");
+    throw UsageError("unknown --arch '" + arch + "' (supported: llada, dream, llada-moe, rnd1)");
   }
   if (layers > 0) s.n_layer = layers;
   return s;
@@ -266,14 +335,35 @@ Spec spec_for(const std::string& arch, uint32_t layers) {
 
 std::vector<TensorPlan> tensor_plan(const Spec& s) {
   const int64_t embd = s.n_embd, ff = s.n_ff, vocab = s.n_vocab;
-  const int64_t kv = static_cast<int64_t>(s.n_embd / s.n_head) * s.n_head_kv;
+  const int64_t hd = s.head_dim ? s.head_dim : s.n_embd / s.n_head;
+  const int64_t q = hd * s.n_head, kv = hd * s.n_head_kv;
   std::vector<TensorPlan> plan;
-  plan.push_back({"output.weight", GgmlType::Q6_K, {embd, vocab}});
+  if (!s.tied_output) plan.push_back({"output.weight", GgmlType::Q6_K, {embd, vocab}});
   plan.push_back({"output_norm.weight", GgmlType::F32, {embd}});
-  plan.push_back({"token_embd.weight", GgmlType::Q4_K, {embd, vocab}});
+  // A tied embedding is quantized as the output tensor (llama-quant.cpp: has_tied_embeddings).
+  plan.push_back({"token_embd.weight", s.tied_output ? GgmlType::Q6_K : GgmlType::Q4_K, {embd, vocab}});
   for (uint32_t i = 0; i < s.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     const GgmlType more = use_more_bits(i, s.n_layer) ? GgmlType::Q6_K : GgmlType::Q4_K;
+    if (s.n_expert > 0) {
+      // Sorted by name, as llama-quantize writes them (the order of ../shared/reference's MoE files).
+      if (s.n_expert == 8)
+        throw Error("8-expert models get llama-quantize's Q8_0 / Q5_K rules: not written here");
+      const int64_t E = s.n_expert, f = s.n_ff_exp;
+      plan.push_back({p + "attn_k.weight", GgmlType::Q4_K, {embd, kv}});
+      plan.push_back({p + "attn_k_norm.weight", GgmlType::F32, {hd}});
+      plan.push_back({p + "attn_norm.weight", GgmlType::F32, {embd}});
+      plan.push_back({p + "attn_output.weight", GgmlType::Q4_K, {q, embd}});
+      plan.push_back({p + "attn_q.weight", GgmlType::Q4_K, {embd, q}});
+      plan.push_back({p + "attn_q_norm.weight", GgmlType::F32, {hd}});
+      plan.push_back({p + "attn_v.weight", more, {embd, kv}});
+      plan.push_back({p + "ffn_down_exps.weight", more, {f, embd, E}});
+      plan.push_back({p + "ffn_gate_exps.weight", GgmlType::Q4_K, {embd, f, E}});
+      plan.push_back({p + "ffn_gate_inp.weight", GgmlType::F32, {embd, E}});
+      plan.push_back({p + "ffn_norm.weight", GgmlType::F32, {embd}});
+      plan.push_back({p + "ffn_up_exps.weight", GgmlType::Q4_K, {embd, f, E}});
+      continue;
+    }
     // Sorted by name, as llama-quantize writes them.
     if (s.qkv_bias) plan.push_back({p + "attn_k.bias", GgmlType::F32, {kv}});
     plan.push_back({p + "attn_k.weight", GgmlType::Q4_K, {embd, kv}});
@@ -307,13 +397,26 @@ void write_synthetic_gguf(const Spec& s, const std::string& path, uint64_t seed)
   w.add_f32(a + "rope.freq_base", s.rope_freq_base);
   w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.add_bool(a + "attention.causal", false);
-  if (llada) {
-    w.add_u32(a + "vocab_size", s.n_vocab);
+  const bool llada_moe = s.arch == "llada-moe", rnd1 = s.arch == "rnd1";
+  if (s.n_expert > 0) {
+    // The keys llama.cpp's converters write (the MoE files in ../shared/reference have the same).
+    w.add_u32(a + "expert_count", s.n_expert);
+    w.add_u32(a + "expert_used_count", s.n_expert_used);
+    w.add_u32(a + "expert_feed_forward_length", s.n_ff_exp);
+  }
+  if (s.head_dim) {
+    w.add_u32(a + "attention.key_length", s.head_dim);
+    w.add_u32(a + "attention.value_length", s.head_dim);
+  }
+  if (llada || llada_moe) {
+    if (llada) w.add_u32(a + "vocab_size", s.n_vocab);
     w.add_u32(a + "rope.dimension_count", s.n_embd / s.n_head);
     w.add_bool("diffusion.shift_logits", false);
   }
-  const Vocab v = llada ? make_vocab(126080, s.n_vocab, llada_specials())
-                        : make_vocab(151643, s.n_vocab, dream_specials());
+  const Vocab v = llada       ? make_vocab(126080, s.n_vocab, llada_specials())
+                  : llada_moe ? make_vocab(156891, s.n_vocab, llada_moe_specials())
+                  : rnd1      ? make_vocab(151643, s.n_vocab, rnd1_specials())
+                              : make_vocab(151643, s.n_vocab, dream_specials());
   w.add_string("tokenizer.ggml.model", "gpt2");
   w.add_string("tokenizer.ggml.pre", s.tokenizer_pre);
   w.add_string_array("tokenizer.ggml.tokens", v.tokens);
@@ -328,6 +431,20 @@ void write_synthetic_gguf(const Spec& s, const std::string& path, uint64_t seed)
     w.add_bool("tokenizer.ggml.add_bos_token", true);
     w.add_bool("tokenizer.ggml.add_eos_token", false);
     w.add_string("tokenizer.chat_template", kLladaTemplate);
+  } else if (llada_moe) {
+    w.add_u32("tokenizer.ggml.bos_token_id", 156891);
+    w.add_u32("tokenizer.ggml.eos_token_id", 156892);
+    w.add_u32("tokenizer.ggml.padding_token_id", 156892);
+    w.add_u32("tokenizer.ggml.mask_token_id", 156895);
+    w.add_bool("tokenizer.ggml.add_bos_token", false);
+    w.add_string("tokenizer.chat_template", kLladaMoeTemplate);
+  } else if (rnd1) {
+    // A base model: no chat template.
+    w.add_u32("tokenizer.ggml.bos_token_id", 151643);
+    w.add_u32("tokenizer.ggml.eos_token_id", 151645);
+    w.add_u32("tokenizer.ggml.padding_token_id", 151643);
+    w.add_u32("tokenizer.ggml.mask_token_id", 151669);
+    w.add_bool("tokenizer.ggml.add_bos_token", false);
   } else {
     w.add_u32("tokenizer.ggml.bos_token_id", 151643);
     w.add_u32("tokenizer.ggml.eos_token_id", 151643);
@@ -342,10 +459,17 @@ void write_synthetic_gguf(const Spec& s, const std::string& path, uint64_t seed)
   for (const TensorPlan& t : tensor_plan(s)) {
     const uint64_t key = splitmix64(seed ^ hash_name(t.name));
     if (t.type == GgmlType::F32) {
-      std::vector<float> data(static_cast<size_t>(t.ne[0]), 1.0f);  // norm weights
+      size_t n = 1;
+      for (const int64_t d : t.ne) n *= static_cast<size_t>(d);
+      std::vector<float> data(n, 1.0f);  // norm weights
       if (t.name.find(".bias") != std::string::npos) {
         WyRand r{key};
         for (float& x : data) x = static_cast<float>(0.04 * r.unit() - 0.02);
+      } else if (t.name.find("ffn_gate_inp") != std::string::npos) {
+        // Router rows uniform in [-0.05, 0.05]: logits of spread ~1.3 on unit-RMS inputs of 2048, so
+        // the rows spread over the experts as a trained router's do.
+        WyRand r{key};
+        for (float& x : data) x = static_cast<float>(0.1 * r.unit() - 0.05);
       }
       w.add_tensor(t.name, t.type, t.ne, data.data(), data.size() * sizeof(float));
     } else {

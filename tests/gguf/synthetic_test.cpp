@@ -155,7 +155,8 @@ TEST(SyntheticGguf, UsageErrors) {
   if (!kTool) GTEST_SKIP() << "tools/ not configured";
   ToolRun r = run_tool("--arch qwen2 --out /dev/null");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.out.find("ERROR: unknown --arch 'qwen2' (supported: llada, dream)"), std::string::npos)
+  EXPECT_NE(r.out.find("ERROR: unknown --arch 'qwen2' (supported: llada, dream, llada-moe, rnd1)"),
+            std::string::npos)
       << r.out;
   r = run_tool("--arch llada");
   EXPECT_EQ(r.rc, 2);
@@ -173,15 +174,22 @@ void check_tensor_data(const GgufFile& f) {
     const uint8_t* p = f.tensor_data(t);
     if (t.type == GgmlType::F32) {
       const bool bias = t.name.find(".bias") != std::string::npos;
+      const bool router = t.name.find("ffn_gate_inp") != std::string::npos;
+      double sum_sq = 0;
       for (int64_t k = 0; k < t.n_elements(); ++k) {
         float x;
         std::memcpy(&x, p + 4 * k, 4);
-        if (bias) {
+        if (router) {
+          ASSERT_TRUE(std::isfinite(x) && std::fabs(x) <= 0.05f) << k << " " << x;
+          sum_sq += double(x) * x;
+        } else if (bias) {
           ASSERT_TRUE(std::isfinite(x) && std::fabs(x) <= 0.02f) << k << " " << x;
         } else {
           ASSERT_EQ(x, 1.0f) << k;
         }
       }
+      // Uniform in [-0.05, 0.05]: RMS 0.05 / sqrt(3).
+      if (router) EXPECT_NEAR(std::sqrt(sum_sq / t.n_elements()), 0.05 / std::sqrt(3.0), 0.002);
       continue;
     }
     ASSERT_TRUE(t.type == GgmlType::Q4_K || t.type == GgmlType::Q6_K);
@@ -333,6 +341,118 @@ TEST(SyntheticGguf, DreamOneLayer) {
   EXPECT_FALSE(f.get_bool("tokenizer.ggml.add_bos_token"));
   const GgufFile ref = GgufFile::open(test::reference("tiny-dream-q4km.gguf").string());
   for (const KeyValue& kv : ref.metadata()) {
+    const Value* v = f.find(kv.key);
+    ASSERT_NE(v, nullptr) << "missing key " << kv.key;
+    EXPECT_EQ(v->type, kv.value.type) << kv.key;
+  }
+  check_tensor_data(f);
+}
+
+// LLaDA-MoE-7B-A1B and RND1 (Qwen3-30B-A3B): the MoE plans. Experts are 3-D [n_in, n_out, E]; with 64
+// and 128 experts llama-quantize's 8-expert rules (Q8_0 attn_k / attn_v, Q5_K attn_output) do not
+// apply, so the mix is the dense one with ffn_down_exps in the attn_v / ffn_down role.
+struct MoeShape {
+  int64_t n_embd, n_head, n_head_kv, head_dim, n_expert, n_ff_exp, n_vocab;
+  bool tied;
+};
+const MoeShape kLladaMoe{2048, 16, 16, 128, 64, 1024, 157184, false};
+const MoeShape kRnd1{2048, 32, 4, 128, 128, 768, 151936, false};
+
+std::vector<Expected> expected_moe_tensors(const MoeShape& s, int n_layer, const std::set<int>& q6_layers) {
+  const int64_t q = s.n_head * s.head_dim, kv = s.n_head_kv * s.head_dim, E = s.n_expert, f = s.n_ff_exp;
+  std::vector<Expected> e = {{"output.weight", "Q6_K", {s.n_embd, s.n_vocab}},
+                             {"output_norm.weight", "F32", {s.n_embd}},
+                             {"token_embd.weight", "Q4_K", {s.n_embd, s.n_vocab}}};
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    const std::string mixed = q6_layers.count(i) ? "Q6_K" : "Q4_K";
+    e.push_back({b + "attn_k.weight", "Q4_K", {s.n_embd, kv}});
+    e.push_back({b + "attn_k_norm.weight", "F32", {s.head_dim}});
+    e.push_back({b + "attn_norm.weight", "F32", {s.n_embd}});
+    e.push_back({b + "attn_output.weight", "Q4_K", {q, s.n_embd}});
+    e.push_back({b + "attn_q.weight", "Q4_K", {s.n_embd, q}});
+    e.push_back({b + "attn_q_norm.weight", "F32", {s.head_dim}});
+    e.push_back({b + "attn_v.weight", mixed, {s.n_embd, kv}});
+    e.push_back({b + "ffn_down_exps.weight", mixed, {f, s.n_embd, E}});
+    e.push_back({b + "ffn_gate_exps.weight", "Q4_K", {s.n_embd, f, E}});
+    e.push_back({b + "ffn_gate_inp.weight", "F32", {s.n_embd, E}});
+    e.push_back({b + "ffn_norm.weight", "F32", {s.n_embd}});
+    e.push_back({b + "ffn_up_exps.weight", "Q4_K", {s.n_embd, f, E}});
+  }
+  return e;
+}
+
+// use_more_bits by hand for n = 16: n/8 = 2, 7n/8 = 14 -> 0-1, 14-15, and 4, 7, 10, 13;
+// n = 48: n/8 = 6, 7n/8 = 42 -> 0-5, 42-47, and 8, 11, ..., 41.
+const std::set<int> kMix16 = range(0, 1) + range(14, 15) + range(4, 13, 3);
+const std::set<int> kMix48 = range(0, 5) + range(42, 47) + range(8, 41, 3);
+
+TEST(SyntheticGguf, MoePlansFollowTheQ4KMMix) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  ToolRun r = run_tool("--arch llada-moe --dry-run");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  expect_same(parse_dry_run(r.out), expected_moe_tensors(kLladaMoe, 16, kMix16));
+  r = run_tool("--arch rnd1 --dry-run");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  expect_same(parse_dry_run(r.out), expected_moe_tensors(kRnd1, 48, kMix48));
+}
+
+TEST(SyntheticGguf, LladaMoeOneLayer) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  test::TempDir dir;
+  const std::string path = (dir / "llada-moe.gguf").string();
+  const ToolRun r = run_tool("--arch llada-moe --layers 1 --out " + path);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const GgufFile f = GgufFile::open(path);
+  std::vector<Expected> got;
+  for (const TensorInfo& t : f.tensors())
+    got.push_back({t.name, type_name(t.type), std::vector<int64_t>(t.ne, t.ne + t.n_dims)});
+  expect_same(got, expected_moe_tensors(kLladaMoe, 1, {0}));
+
+  EXPECT_EQ(f.get_string("general.architecture"), "llada-moe");
+  EXPECT_EQ(f.get_u32("llada-moe.expert_count"), 64u);
+  EXPECT_EQ(f.get_u32("llada-moe.expert_used_count"), 8u);
+  EXPECT_EQ(f.get_u32("llada-moe.expert_feed_forward_length"), 1024u);
+  EXPECT_EQ(f.get_f32("llada-moe.rope.freq_base"), 50000.0f);
+  EXPECT_FALSE(f.get_bool("diffusion.shift_logits"));
+  EXPECT_EQ(f.get_string("tokenizer.ggml.pre"), "llada-moe");
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.mask_token_id"), 156895u);
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.eos_token_id"), 156892u);
+  const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+  ASSERT_EQ(tokens.size(), 157184u);
+  EXPECT_EQ(tokens[156895], "<|mask|>");
+  EXPECT_NE(f.get_string("tokenizer.chat_template").find("<|role_end|>"), std::string::npos);
+  // Every key llama.cpp's own MoE file has (same names, same types).
+  const GgufFile ref = GgufFile::open(test::reference("tiny-llada-moe-q4km.gguf").string());
+  for (const KeyValue& kv : ref.metadata()) {
+    if (kv.key == "tokenizer.ggml.eot_token_id" || kv.key == "tokenizer.ggml.add_eos_token") continue;
+    const Value* v = f.find(kv.key);
+    ASSERT_NE(v, nullptr) << "missing key " << kv.key;
+    EXPECT_EQ(v->type, kv.value.type) << kv.key;
+  }
+  check_tensor_data(f);
+}
+
+TEST(SyntheticGguf, Rnd1OneLayer) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  test::TempDir dir;
+  const std::string path = (dir / "rnd1.gguf").string();
+  const ToolRun r = run_tool("--arch rnd1 --layers 1 --out " + path);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const GgufFile f = GgufFile::open(path);
+  std::vector<Expected> got;
+  for (const TensorInfo& t : f.tensors())
+    got.push_back({t.name, type_name(t.type), std::vector<int64_t>(t.ne, t.ne + t.n_dims)});
+  expect_same(got, expected_moe_tensors(kRnd1, 1, {0}));
+  EXPECT_EQ(f.get_u32("rnd1.attention.key_length"), 128u);
+  EXPECT_EQ(f.get_u32("rnd1.attention.value_length"), 128u);
+  EXPECT_EQ(f.get_u32("rnd1.attention.head_count_kv"), 4u);
+  EXPECT_EQ(f.find("diffusion.shift_logits"), nullptr);  // absent: llama-diffusion-cli shifts
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.mask_token_id"), 151669u);
+  EXPECT_EQ(f.find("tokenizer.chat_template"), nullptr);  // a base model
+  const GgufFile ref = GgufFile::open(test::reference("tiny-rnd1-q4km.gguf").string());
+  for (const KeyValue& kv : ref.metadata()) {
+    if (kv.key.rfind("tokenizer.", 0) == 0) continue;  // the tiny file carries LLaDA's tokenizer
     const Value* v = f.find(kv.key);
     ASSERT_NE(v, nullptr) << "missing key " << kv.key;
     EXPECT_EQ(v->type, kv.value.type) << kv.key;
