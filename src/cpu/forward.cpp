@@ -1,8 +1,8 @@
 // CpuForward: the layer sequence of model/layer_desc.h on the CPU, one named block at a time:
-//   run:  embed -> per layer: attention_block, then the FFN block its description names (ffn_block)
-//         -> lm_head over the requested rows
-// (llama.cpp src/models/llada.cpp and dream.cpp build the same graph.) Matrices with Q4_K / Q6_K
-// weights read their input rounded to Q8_K, as ggml-cpu does (../shared/reference/README.md,
+//   run:  embed -> per layer: attention_block, then the FFN block its description names (ffn_block,
+//         or moe_ffn_block: the routed experts of cpu/moe.h) -> lm_head over the requested rows
+// (llama.cpp src/models/llada.cpp, dream.cpp, llada-moe.cpp and rnd1.cpp build the same graph.) Matrices with
+// Q4_K / Q6_K weights read their input rounded to Q8_K, as ggml-cpu does (../shared/reference/README.md,
 // "Numerics"); a ProjectionInput makes that rounding once per activation row, inside the pass that
 // writes the row (add + RMSNorm + quantize, SiLU * up + quantize), and shares it among the matrices
 // that read the same input (Q/K/V, gate/up).
@@ -31,6 +31,7 @@
 #include "base/error.h"
 #include "cpu/forward_profile.h"
 #include "cpu/kernels/row_kernels.h"
+#include "cpu/moe.h"
 #include "cpu/ops.h"
 #include "cpu/projection_input.h"
 #include "model/forward_plan.h"
@@ -82,7 +83,9 @@ struct CpuForward::Impl {
   struct LayerMatrices {
     std::unique_ptr<Matrix> q, k, v, o, gate, up, down;
   };
-  std::vector<LayerMatrices> layers;
+  std::vector<LayerMatrices> layers;  ///< gate / up / down null in a kMoe layer
+  std::vector<MoeExperts> experts;    ///< per layer, empty in a kDense layer
+  std::unique_ptr<MoeFfn> moe;        ///< the routed FFN and its scratch, when a layer is kMoe
   std::unique_ptr<Matrix> output;
 
   // Activations, plan.max_rows() rows each.
@@ -129,9 +132,25 @@ struct CpuForward::Impl {
       if (mat->owns_data()) model.file().release_pages(*t);
       return mat;
     };
-    for (const model::LayerWeights& lw : model.layers()) {
-      layers.push_back(LayerMatrices{make(lw.attn_q), make(lw.attn_k), make(lw.attn_v), make(lw.attn_output),
-                                     make(lw.ffn_gate), make(lw.ffn_up), make(lw.ffn_down)});
+    for (size_t il = 0; il < plan.n_layer(); ++il) {
+      const model::LayerWeights& lw = model.layers()[il];
+      LayerMatrices lm;
+      lm.q = make(lw.attn_q);
+      lm.k = make(lw.attn_k);
+      lm.v = make(lw.attn_v);
+      lm.o = make(lw.attn_output);
+      switch (plan.layer(il).ffn) {
+        case model::FfnKind::kDense:
+          lm.gate = make(lw.ffn_gate);
+          lm.up = make(lw.ffn_up);
+          lm.down = make(lw.ffn_down);
+          experts.emplace_back();
+          break;
+        case model::FfnKind::kMoe:
+          experts.push_back(make_moe_experts(model, lw, isa));
+          break;
+      }
+      layers.push_back(std::move(lm));
     }
     output = make(&model.output());
   }
@@ -147,17 +166,24 @@ struct CpuForward::Impl {
     q.resize(rows * q_ld);
     k.resize(rows * kv_ld);
     v.resize(rows * kv_ld);
-    up.resize(rows * w.ff);
     std::vector<const Matrix*> normed_users{output.get()}, o_users, down_users;
     for (const LayerMatrices& lm : layers) {
-      normed_users.insert(normed_users.end(),
-                          {lm.q.get(), lm.k.get(), lm.v.get(), lm.gate.get(), lm.up.get()});
+      normed_users.insert(normed_users.end(), {lm.q.get(), lm.k.get(), lm.v.get()});
       o_users.push_back(lm.o.get());
-      down_users.push_back(lm.down.get());
+      if (lm.down) {
+        normed_users.insert(normed_users.end(), {lm.gate.get(), lm.up.get()});
+        down_users.push_back(lm.down.get());
+      }
     }
     normed = ProjectionInput(plan.max_rows(), w.embd, normed_users);
     attn_out = ProjectionInput(plan.max_rows(), w.q, o_users);
-    ffn_act = ProjectionInput(plan.max_rows(), w.ff, down_users);
+    if (!down_users.empty()) {
+      up.resize(rows * w.ff);
+      ffn_act = ProjectionInput(plan.max_rows(), w.ff, down_users);
+    }
+    bool routed = false;
+    for (size_t il = 0; il < plan.n_layer(); ++il) routed |= plan.layer(il).ffn == model::FfnKind::kMoe;
+    if (routed) moe = std::make_unique<MoeFfn>(c, experts, plan.max_rows(), isa, n_threads);
     att_scratch_stride = attention_scratch_floats(c.head_dim, plan.max_tokens());
     att_scratch.resize(static_cast<size_t>(n_threads) * att_scratch_stride);
   }
@@ -230,8 +256,8 @@ struct CpuForward::Impl {
     pending = true;
   }
 
-  /// Per activation row: q, k, v += their biases (qkv_bias), then RoPE on every head of q and k with
-  /// the angles of the row's position.
+  /// Per activation row: q, k, v += their biases (qkv_bias), the per-head RMSNorm of q and k
+  /// (qk_norm), then RoPE on every head of q and k with the angles of the row's position.
   void bias_rope(size_t il) {
     const Profile::Scope ps(prof, Phase::kBiasRope);
     const model::RowLayout& rl = pass.rl;
@@ -248,6 +274,15 @@ struct CpuForward::Impl {
         add_inplace(qt, lw.attn_q_bias.data(), n_q);
         add_inplace(kt, lw.attn_k_bias.data(), n_kv);
         add_inplace(&v[r * kv_ld], lw.attn_v_bias.data(), n_kv);
+      }
+      if (desc.qk_norm) {
+        // RMSNorm over each head's hd values, weights of hd, before RoPE (llama.cpp
+        // src/models/llada-moe.cpp, rnd1.cpp: build_norm(Qcur, attn_q_norm, LLM_FFN_RMS) on the
+        // [head_dim, n_head, n_tokens] view).
+        for (int64_t h = 0; h < c.n_head; ++h)
+          rk->rmsnorm(qt + h * hd, lw.attn_q_norm.data(), qt + h * hd, hd, c.rms_eps);
+        for (int64_t h = 0; h < c.n_head_kv; ++h)
+          rk->rmsnorm(kt + h * hd, lw.attn_k_norm.data(), kt + h * hd, hd, c.rms_eps);
       }
       rope(qt, c.n_head, hd, angles.cos(pos), angles.sin(pos), desc.rope_mode);
       rope(kt, c.n_head_kv, hd, angles.cos(pos), angles.sin(pos), desc.rope_mode);
@@ -326,6 +361,16 @@ struct CpuForward::Impl {
       }
     }
     project(Phase::kGemmDown, ffn_act, n, {{lm.down.get(), proj.data(), c.n_embd}});  // proj: rows x d
+    pending = true;
+  }
+
+  /// x += MoE(h) with h = RMSNorm(x) * ffn_norm (FfnKind::kMoe, cpu/moe.h: route, expert-grouped
+  /// GEMMs, weighted sum), the add left pending in proj.
+  void moe_ffn_block(size_t il) {
+    const int64_t n = pass.rl.n_rows();
+    norm(model.layers()[il].ffn_norm, n);  // h: rows x d, row-major in normed's f32 rows
+    const Profile::Scope ps(prof, Phase::kMoeFfn);
+    moe->forward(model.layers()[il], experts[il], normed.row(0), n, proj.data(), c.n_embd);  // rows x d
     pending = true;
   }
 

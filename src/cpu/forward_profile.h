@@ -22,6 +22,7 @@ enum class Phase {
   kGemmGateUp,
   kSiluMul,
   kGemmDown,
+  kMoeFfn,
   kLmHead,
   kCount
 };

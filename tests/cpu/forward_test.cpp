@@ -4,6 +4,7 @@
 // ggml-cpu and our forward do).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -34,6 +35,13 @@ struct Case {
   std::string name;
   SyntheticSpec spec;
   double bound;  // max per-row relative RMS error vs the f64 reference
+  /// > 0: only the median row must be within `bound`, every row within this. The quantized MoE
+  /// models round more values to Q8_K per row (each selected expert's down input, on top of the dense
+  /// model's); where our f32 value and the reference's f64 value of one straddle a rounding tie (our
+  /// SIMD silu(gate) * up differs from the f64 one by a few 2^-24) the row drifts by one quantization
+  /// step of that value, ~1e-3 (measured on rnd1_q4km over 29 five-token sequences: 3 of 145 rows on
+  /// avx2 between 1.6e-3 and 9e-3, every other row below 3e-7).
+  double flip_bound = 0;
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
@@ -45,18 +53,31 @@ SyntheticSpec make_spec(const std::string& arch, WeightMix mix) {
   s.arch = arch;
   s.mix = mix;
   s.n_vocab = 97;  // not a multiple of the matmul row granularity: the last work item is partial
-  if (arch == "dream") {
+  if (arch == "dream" || arch == "rnd1") {
     s.n_head_kv = 2;
     s.rope_base = 1e6f;
     s.rms_eps = 1e-6f;
   } else {
     s.rope_base = 5e5f;
   }
+  if (test::synthetic_is_moe(arch)) {
+    // Experts spread wide enough that the routed FFN moves the logits as much as attention does.
+    s.n_expert = 16;
+    s.n_expert_used = 3;
+    s.expert_std = 0.3;
+    s.router_std = 0.1;
+  }
+  if (arch == "rnd1") {
+    // attention.key_length: n_head * head_dim != n_embd, as in RND1 (a multiple of 256 for Q4_K).
+    s.head_dim = mix == WeightMix::kQ4KM ? 128 : 32;
+    s.tied_output = true;  // the tiny RND1 reference file has no output.weight either
+  }
   if (mix != WeightMix::kQ4KM) {
     // Odd sizes (not multiples of 256): F32/F16/BF16 matrices need no Q8_K rounding.
     s.n_embd = 96;
     s.n_head = 4;
     s.n_ff = 160;
+    s.n_ff_exp = 80;
     s.n_layer = 3;
   } else {
     s.n_layer = 2;  // layer 1 gets Q6_K attn_v / ffn_down as in Q4_K_M (use_more_bits: i >= 7n/8)
@@ -84,7 +105,7 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
   const auto tokens = random_tokens(quantized ? 5 : 13, c.spec.n_vocab, 7);
   std::vector<int32_t> rows(tokens.size());
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
-  const ReferenceForward ref{.m = synth, .neox = c.spec.arch == "dream", .q8k_inputs = true};
+  const ReferenceForward ref{.m = synth, .neox = c.spec.arch != "llada", .q8k_inputs = true};
   const auto expected = ref.forward(tokens);
 
   for (const Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
@@ -101,10 +122,21 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
     std::vector<float> logits(rows.size() * fwd.n_vocab());
     fwd.forward(tokens, rows, logits.data());
 
-    const double err = max_rel_rms(logits, expected);
-    std::printf("[figures] %s (%s): max row rel RMS vs f64 reference %.2e (bound %.0e)\n", c.name.c_str(),
-                isa_name(isa), err, c.bound);
+    const double max_err = max_rel_rms(logits, expected);
+    std::vector<double> row_err;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const std::vector<float> one(logits.begin() + r * fwd.n_vocab(),
+                                   logits.begin() + (r + 1) * fwd.n_vocab());
+      row_err.push_back(max_rel_rms(one, {expected[r]}));
+    }
+    std::sort(row_err.begin(), row_err.end());
+    const double err = c.flip_bound > 0 ? row_err[row_err.size() / 2] : max_err;
+    char also[64] = "";
+    if (c.flip_bound > 0) std::snprintf(also, sizeof also, ", max %.2e (bound %.0e)", max_err, c.flip_bound);
+    std::printf("[figures] %s (%s): %s row rel RMS vs f64 reference %.2e (bound %.0e)%s\n", c.name.c_str(),
+                isa_name(isa), c.flip_bound > 0 ? "median" : "max", err, c.bound, also);
     EXPECT_LE(err, c.bound) << isa_name(isa);
+    if (c.flip_bound > 0) EXPECT_LE(max_err, c.flip_bound) << isa_name(isa);
 
     // The comparison is sharp enough to see a convention error: the other RoPE pairing is far off.
     ReferenceForward wrong = ref;
@@ -144,7 +176,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llada_q4km", make_spec("llada", WeightMix::kQ4KM), 1e-5},
                       Case{"dream_q4km", make_spec("dream", WeightMix::kQ4KM), 1e-5},
                       Case{"llada_q4km_moe_attention", moe_attention_mix("llada"), 1e-5},
-                      Case{"dream_q4km_moe_attention", moe_attention_mix("dream"), 1e-5}),
+                      Case{"dream_q4km_moe_attention", moe_attention_mix("dream"), 1e-5},
+                      Case{"llada_moe_f32", make_spec("llada-moe", WeightMix::kF32), 1e-5},
+                      Case{"rnd1_f16_bf16", make_spec("rnd1", WeightMix::kFloatMix), 1e-5},
+                      Case{"llada_moe_q4km", make_spec("llada-moe", WeightMix::kQ4KM), 1e-5, 2e-2},
+                      Case{"rnd1_q4km", make_spec("rnd1", WeightMix::kQ4KM), 1e-5, 2e-2}),
     [](const auto& info) { return info.param.name; });
 
 TEST(SyntheticForward, TiedOutputAndShortSequence) {
@@ -168,26 +204,29 @@ TEST(SyntheticForward, TiedOutputAndShortSequence) {
 }
 
 TEST(SyntheticForward, ThreadCountsGiveIdenticalLogits) {
-  const SyntheticSpec spec = make_spec("dream", WeightMix::kQ4KM);
-  test::TempDir dir;
-  test::write_synthetic_model(spec, (dir / "m.gguf").string());
-  const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
-  const auto model = model::Model::load(file);
-  const auto tokens = random_tokens(21, spec.n_vocab, 3);
-  const std::vector<int32_t> rows = {20, 0, 7};
-  std::vector<std::vector<float>> out;
-  for (const int threads : {1, 2, 3, 4}) {
-    cpu::ForwardOptions opt;
-    opt.max_tokens = 21;
-    opt.n_threads = threads;
-    cpu::CpuForward fwd(model, opt);
-    EXPECT_EQ(fwd.n_threads(), threads);
-    out.emplace_back(rows.size() * fwd.n_vocab());
-    fwd.forward(tokens, rows, out.back().data());
-  }
-  for (size_t i = 1; i < out.size(); ++i) {
-    EXPECT_EQ(std::memcmp(out[0].data(), out[i].data(), out[0].size() * sizeof(float)), 0)
-        << "threads " << i + 1;
+  for (const std::string arch : {"dream", "llada-moe", "rnd1"}) {
+    SCOPED_TRACE(arch);
+    const SyntheticSpec spec = make_spec(arch, WeightMix::kQ4KM);
+    test::TempDir dir;
+    test::write_synthetic_model(spec, (dir / "m.gguf").string());
+    const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+    const auto model = model::Model::load(file);
+    const auto tokens = random_tokens(21, spec.n_vocab, 3);
+    const std::vector<int32_t> rows = {20, 0, 7};
+    std::vector<std::vector<float>> out;
+    for (const int threads : {1, 2, 3, 4}) {
+      cpu::ForwardOptions opt;
+      opt.max_tokens = 21;
+      opt.n_threads = threads;
+      cpu::CpuForward fwd(model, opt);
+      EXPECT_EQ(fwd.n_threads(), threads);
+      out.emplace_back(rows.size() * fwd.n_vocab());
+      fwd.forward(tokens, rows, out.back().data());
+    }
+    for (size_t i = 1; i < out.size(); ++i) {
+      EXPECT_EQ(std::memcmp(out[0].data(), out[i].data(), out[0].size() * sizeof(float)), 0)
+          << "threads " << i + 1;
+    }
   }
 }
 
