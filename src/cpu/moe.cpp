@@ -11,8 +11,10 @@
 #include "cpu/moe.h"
 
 #include <omp.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -20,8 +22,10 @@
 
 #include "base/error.h"
 #include "cpu/kernels/qgemm.h"
+#include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/ops.h"
 #include "model/model.h"
+#include "quant/quant.h"
 
 namespace dllm::cpu {
 
@@ -38,6 +42,40 @@ int64_t expert_chunk_rows(const Matrix& m) {
   const int64_t g = std::max<int64_t>(1, m.row_granularity());
   return std::max<int64_t>(1, kTargetRows / g) * g;
 }
+
+double cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Adds the time since the previous mark to pass `p` of `t` (when on).
+class PassClock {
+ public:
+  PassClock(bool on, MoeTimes& t) : on_(on), t_(t) {
+    if (on_) {
+      wall_ = wall_now();
+      cpu_ = cpu_now();
+    }
+  }
+  void mark(MoePass p) {
+    if (!on_) return;
+    const double w = wall_now(), c = cpu_now();
+    t_.wall_s[static_cast<int>(p)] += w - wall_;
+    t_.cpu_s[static_cast<int>(p)] += c - cpu_;
+    wall_ = w;
+    cpu_ = c;
+  }
+
+ private:
+  bool on_;
+  MoeTimes& t_;
+  double wall_ = 0, cpu_ = 0;
+};
 
 }  // namespace
 
@@ -130,49 +168,65 @@ Activations MoeFfn::Grouped::view(const float* f32_rows, int64_t begin, int64_t 
     a.bs32 = bs32.data() + begin * nb * 8;
   }
   if (!q8u.empty()) a.q8u = q8u.data() + begin * width;
+  if (!q80.empty()) {
+    a.q8_0 = q80.data() + begin * (width / quant::kQK8_0);
+    if (!q80u.empty()) a.q8_0u = q80u.data() + begin * width;
+  }
   return a;
 }
 
 void MoeFfn::Grouped::quantize(const RowKernels& rk, const float* row, int64_t i) {
-  if (q8k.empty()) return;
-  const int64_t nb = width / quant::kQK_K;
-  rk.quantize_q8_K(row, q8k.data() + i * nb, width);
-  qgemm::make_bs32(q8k.data() + i * nb, 1, nb, bs32.data() + i * nb * 8);
-  if (!q8u.empty()) qgemm::make_u8(q8k.data() + i * nb, 1, nb, q8u.data() + i * width);
+  if (!q8k.empty()) {
+    const int64_t nb = width / quant::kQK_K;
+    rk.quantize_q8_K(row, q8k.data() + i * nb, width);
+    qgemm::make_bs32(q8k.data() + i * nb, 1, nb, bs32.data() + i * nb * 8);
+    if (!q8u.empty()) qgemm::make_u8(q8k.data() + i * nb, 1, nb, q8u.data() + i * width);
+  }
+  if (!q80.empty()) {
+    const int64_t nb = width / quant::kQK8_0;
+    quant::quantize_row_q8_0(row, q80.data() + i * nb, width);
+    if (!q80u.empty()) qgemm::make_u8_q8_0(q80.data() + i * nb, 1, nb, q80u.data() + i * width);
+  }
 }
 
 MoeFfn::MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layers, int64_t max_rows, Isa isa,
                int n_threads)
     : c_(c), max_rows_(max_rows), n_threads_(std::max(1, n_threads)), rk_(&row_kernels(isa)) {
   if (!c.is_moe()) throw Error("MoeFfn: the model has no experts");
-  bool in_q8k = false, in_q8u = false, in_f32 = false, act_q8k = false, act_q8u = false;
+  // Which forms of the two grouped inputs the experts read (Activations in cpu/matmul.h).
+  struct Needs {
+    bool q8k = false, q8u = false, q80 = false, q80u = false, f32 = false;
+    void add(const Matrix& m) {
+      q8k |= m.wants_q8k();
+      q8u |= m.wants_q8u();
+      q80 |= m.wants_q8_0();
+      q80u |= m.wants_q8_0u();
+      f32 |= !m.wants_q8k() && !m.wants_q8_0();
+    }
+  } in_needs, act_needs;
   for (const MoeExperts& l : layers) {
-    for (const auto* mats : {&l.gate, &l.up}) {
-      for (const auto& m : *mats) {
-        in_q8k |= m->wants_q8k();
-        in_q8u |= m->wants_q8u();
-        in_f32 |= !m->wants_q8k();
-      }
-    }
-    for (const auto& m : l.down) {
-      act_q8k |= m->wants_q8k();
-      act_q8u |= m->wants_q8u();
-    }
+    for (const auto* mats : {&l.gate, &l.up})
+      for (const auto& m : *mats) in_needs.add(*m);
+    for (const auto& m : l.down) act_needs.add(*m);
   }
   const auto rows = static_cast<size_t>(max_rows * c.n_expert_used);
   const int64_t d = c.n_embd, f = c.n_ff_exp;
-  auto size = [&](Grouped& g, int64_t width, bool q8k, bool q8u, bool f32) {
+  auto size = [&](Grouped& g, int64_t width, const Needs& n, bool f32) {
     g.width = width;
-    if (q8k) {
-      // A Q4_K / Q6_K matrix's n_in is a multiple of 256 (make_matrix checks it).
+    if (n.q8k) {
+      // A K-quant matrix's n_in is a multiple of 256, a Q8_0 one's of 32 (make_matrix checks it).
       g.q8k.resize(rows * static_cast<size_t>(width / quant::kQK_K));
       g.bs32.resize(g.q8k.size() * 8);
-      if (q8u) g.q8u.resize(rows * static_cast<size_t>(width));
+      if (n.q8u) g.q8u.resize(rows * static_cast<size_t>(width));
+    }
+    if (n.q80) {
+      g.q80.resize(rows * static_cast<size_t>(width / quant::kQK8_0));
+      if (n.q80u) g.q80u.resize(rows * static_cast<size_t>(width));
     }
     if (f32) g.f32.resize(rows * static_cast<size_t>(width));
   };
-  size(in_, d, in_q8k, in_q8u, in_f32);
-  size(act_, f, act_q8k, act_q8u, false);  // its f32 rows are gate_
+  size(in_, d, in_needs, in_needs.f32);
+  size(act_, f, act_needs, false);  // its f32 rows are gate_
   gate_.resize(rows * static_cast<size_t>(f));
   up_.resize(rows * static_cast<size_t>(f));
   down_.resize(rows * static_cast<size_t>(d));
@@ -210,6 +264,8 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
   }
   const int64_t d = c_.n_embd, f = c_.n_ff_exp, E = c_.n_expert, k = c_.n_expert_used;
   const int nt = n_threads_;
+  PassClock clock(timing_, times_);
+  if (timing_) times_.expert_macs += 3.0 * static_cast<double>(n * k) * static_cast<double>(d * f);
 
   // 1. Routing.
   routing_.n_rows = n;
@@ -219,6 +275,8 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
     moe_route_row(router, E, x + t * d, d, k, c_.expert_weights_norm, &routing_.probs[t * E],
                   &routing_.expert[t * k], &routing_.weight[t * k]);
   }
+
+  clock.mark(MoePass::kRoute);
 
   // 2. Grouping.
   moe_group(routing_, groups_);
@@ -231,6 +289,8 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
     if (!in_.f32.empty()) std::memcpy(&in_.f32[i * d], src, static_cast<size_t>(d) * sizeof(float));
     in_.quantize(*rk_, src, i);
   }
+
+  clock.mark(MoePass::kGather);
 
   // Experts in decreasing order of rows (ties by index), so the largest items are handed out first.
   std::iota(order_.begin(), order_.end(), 0);
@@ -275,12 +335,16 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
     run_items(outs, ldys, in_, in_.f32.empty() ? nullptr : in_.f32.data());
   }
 
+  clock.mark(MoePass::kGateUp);
+
   // 5. SwiGLU per grouped row, rounded for down.
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (int64_t i = 0; i < n_slots; ++i) {
     rk_->silu_mul(&gate_[i * f], &up_[i * f], &gate_[i * f], f);
     act_.quantize(*rk_, &gate_[i * f], i);
   }
+
+  clock.mark(MoePass::kSiluMul);
 
   // 6. down.
   items_.clear();
@@ -290,6 +354,8 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
     const int64_t ldys[1] = {d};
     run_items(outs, ldys, act_, gate_.data());
   }
+
+  clock.mark(MoePass::kDown);
 
   // 7. The weighted sum, slot by slot as ggml adds the experts' views (products rounded, then added).
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -305,6 +371,7 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
       }
     }
   }
+  clock.mark(MoePass::kCombine);
 }
 
 }  // namespace dllm::cpu

@@ -76,6 +76,18 @@ struct MoeExperts {
 MoeExperts make_moe_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa,
                             bool reference = false);
 
+/// The passes of MoeFfn::forward, for MoeTimes.
+enum class MoePass { kRoute, kGather, kGateUp, kSiluMul, kDown, kCombine, kCount };
+
+/// Time spent in each pass since the last reset (when timing is on): wall seconds and this process's
+/// CPU seconds (all threads), and the multiply-adds of the expert GEMMs (gate, up and down over
+/// every routed row: n k (2 n_embd n_ff_exp + n_ff_exp n_embd) per forward()).
+struct MoeTimes {
+  double wall_s[static_cast<int>(MoePass::kCount)] = {};
+  double cpu_s[static_cast<int>(MoePass::kCount)] = {};
+  double expert_macs = 0;
+};
+
 /// The block above with its scratch, sized once for up to max_rows rows (no allocation in forward()).
 /// Not reentrant: one forward() at a time per object.
 class MoeFfn {
@@ -93,13 +105,22 @@ class MoeFfn {
   const MoeRouting& routing() const { return routing_; }
   const MoeGroups& groups() const { return groups_; }
 
+  /// Timing of the passes (off by default: one branch per pass). Turning it on resets times().
+  void set_timing(bool on) {
+    timing_ = on;
+    times_ = MoeTimes{};
+  }
+  const MoeTimes& times() const { return times_; }
+
  private:
   /// Activations view of grouped rows [begin, begin + count) of one of the two grouped inputs.
   struct Grouped {
     std::vector<float> f32;              ///< rows x width, only when a float-type matrix reads it
-    std::vector<quant::block_q8_K> q8k;  ///< rows x width / 256, when a Q4_K / Q6_K matrix reads it
+    std::vector<quant::block_q8_K> q8k;  ///< rows x width / 256, when a K-quant matrix reads it
     std::vector<int16_t> bs32;           ///< rows x width / 256 x 8
     std::vector<uint8_t> q8u;            ///< rows x width, when a matrix reads Activations::q8u
+    std::vector<quant::block_q8_0> q80;  ///< rows x width / 32, when a Q8_0 matrix reads it
+    std::vector<uint8_t> q80u;           ///< rows x width, when one reads Activations::q8_0u
     int64_t width = 0;
     Activations view(const float* f32_rows, int64_t begin, int64_t count) const;
     /// Rounds one f32 row into grouped row i of the quantized forms.
@@ -127,6 +148,8 @@ class MoeFfn {
   std::vector<float> down_;       ///< n x k rows of n_embd
   std::vector<int32_t> order_;    ///< experts by decreasing row count
   std::vector<WorkItem> items_;
+  bool timing_ = false;
+  MoeTimes times_;
 };
 
 }  // namespace dllm::cpu

@@ -154,6 +154,7 @@ struct BlockCase {
   std::string name;
   std::string arch;
   WeightMix mix;
+  bool q8_0_experts = false;  ///< every expert tensor Q8_0 (a Q8_0 file's experts)
 };
 
 void PrintTo(const BlockCase& c, std::ostream* os) {
@@ -177,6 +178,12 @@ SyntheticSpec block_spec(const BlockCase& c) {
   if (c.arch == "rnd1") {
     s.n_head_kv = 2;
     s.head_dim = 64;
+  }
+  if (c.q8_0_experts) {
+    for (int64_t i = 0; i < s.n_layer; ++i) {
+      for (const char* t : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"})
+        s.type_override["blk." + std::to_string(i) + "." + t + ".weight"] = gguf::GgmlType::Q8_0;
+    }
   }
   return s;
 }
@@ -293,6 +300,7 @@ TEST_P(MoeBlock, MatchesF64Reference) {
 INSTANTIATE_TEST_SUITE_P(Blocks, MoeBlock,
                          ::testing::Values(BlockCase{"llada_moe_q4km", "llada-moe", WeightMix::kQ4KM},
                                            BlockCase{"rnd1_q4km", "rnd1", WeightMix::kQ4KM},
+                                           BlockCase{"llada_moe_q8_0", "llada-moe", WeightMix::kQ4KM, true},
                                            BlockCase{"llada_moe_f32", "llada-moe", WeightMix::kF32},
                                            BlockCase{"rnd1_float_mix", "rnd1", WeightMix::kFloatMix}),
                          [](const auto& info) { return info.param.name; });
