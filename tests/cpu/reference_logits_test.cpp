@@ -1,5 +1,6 @@
 // Acceptance test of the CPU forward pass: our logits for every token sequence in
-// ../shared/reference/logits against llama.cpp's (ref_logits, CPU, flash attention off), stored as
+// ../shared/reference/logits (LLaDA, Dream, and the mixture-of-experts LLaDA-MoE and RND1) against
+// llama.cpp's (ref_logits, CPU, flash attention off), stored as
 // float16 [n_tokens][n_vocab]. Per row: relative RMS error ||ours - ref|| / ||ref|| <= 0.05, median
 // row <= 0.03, same argmax on >= 90% of rows (issue 2's bounds; llama.cpp vs an exact f64 forward is
 // 2.6% median / 3.3% max, convention errors give ~85%; loading, figures and bounds in
@@ -47,6 +48,13 @@ std::vector<float> run_forward(const model::Model& model, const std::vector<int3
   return logits;
 }
 
+/// "llada-moe" -> "llada_moe": gtest names allow no '-'.
+std::string test_name(std::string arch) {
+  for (char& c : arch)
+    if (c == '-') c = '_';
+  return arch;
+}
+
 class ReferenceLogits : public ::testing::TestWithParam<std::string> {};
 
 /// (arch, kernel path): the comparison runs on every path this CPU supports.
@@ -76,11 +84,12 @@ TEST_P(ReferenceLogitsIsa, MatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchsIsas, ReferenceLogitsIsa,
-                         ::testing::Combine(::testing::Values("llada", "dream"),
+                         ::testing::Combine(::testing::Values("llada", "dream", "llada-moe", "rnd1"),
                                             ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni,
                                                               Isa::kAvx512Vnni, Isa::kAmx)),
                          [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + isa_name(std::get<1>(info.param));
+                           return test_name(std::get<0>(info.param)) + "_" +
+                                  isa_name(std::get<1>(info.param));
                          });
 
 TEST_P(ReferenceLogits, WrongRopeModeFails) {
@@ -135,7 +144,8 @@ TEST_P(ReferenceLogits, SubsetOfRowsEqualsFullRun) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, ReferenceLogits, ::testing::Values("llada", "dream"));
+INSTANTIATE_TEST_SUITE_P(Archs, ReferenceLogits, ::testing::Values("llada", "dream", "llada-moe", "rnd1"),
+                         [](const auto& info) { return test_name(info.param); });
 
 }  // namespace
 }  // namespace dllm
