@@ -2,11 +2,12 @@
 // denoising loop over the forward pass (CPU or GPU, --device), print the answer (streamed as it becomes
 // final) or JSON. Defaults per architecture (README "Defaults"): LLaDA follows generate.py's chat settings
 // (block 32, steps = max tokens, low_confidence, temperature 0); Dream follows its model card's alg
-// (entropy) with temperature 0, eps 1e-3. LLaDA-MoE runs the LLaDA loop (its model card's generate is
-// LLaDA's); RND1 runs the Dream loop: RND1's own sampler (radicalnumerics RND1 rnd/sampling.py) shifts the
-// logits and commits the lowest-entropy positions on a timestep schedule, which is Dream's entropy
-// algorithm, and llama.cpp's examples/diffusion/README.md runs RND1 with --diffusion-eps 0.001
-// --diffusion-algorithm 1 (entropy); the file has no diffusion.shift_logits, so the logits are shifted.
+// (entropy) with temperature 0, eps 1e-3. LLaDA-MoE runs the LLaDA loop (llama.cpp PR #16003 runs it with
+// --diffusion-block-length 32 --diffusion-algorithm 4); RND1 runs the Dream loop: RND1's own sampler
+// (radicalnumerics RND1 rnd/sampling.py) shifts the logits and commits the lowest-entropy positions on a
+// timestep schedule, which is Dream's entropy algorithm, and llama.cpp's examples/diffusion/README.md runs
+// RND1 with --diffusion-eps 0.001 --diffusion-algorithm 1 (entropy); the file has no
+// diffusion.shift_logits, so the logits are shifted.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
