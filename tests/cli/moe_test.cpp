@@ -82,7 +82,12 @@ TEST(Moe, GpuSaysMoeRunsOnTheCpu) {
     const RunResult r =
         run_dllm({"run", "--model", moe_path(arch), "Hi", "--max-tokens", "8", "--device", "gpu"});
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_EQ(r.err, "ERROR: " + arch + ": MoE models run on the CPU only for now (run with --device cpu)\n");
+    // The last stderr line (rnd1's base-model note may come before it), and the only ERROR.
+    const std::string want =
+        "ERROR: " + arch + ": MoE models run on the CPU only for now (run with --device cpu)\n";
+    ASSERT_GE(r.err.size(), want.size()) << r.err;
+    EXPECT_EQ(r.err.substr(r.err.size() - want.size()), want) << r.err;
+    EXPECT_EQ(r.err.find("ERROR:"), r.err.size() - want.size()) << r.err;
     // --device auto picks the CPU without a word on stdout.
     const RunResult a =
         run_dllm({"run", "--model", moe_path(arch), "Hi", "--max-tokens", "8", "--device", "auto", "--json"});
