@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Where a forward pass spends its time: runs `dllm run` with DLLM_PROFILE=1 on the synthetic LLaDA-8B file
-(same command shape as bench/e2e_bench.py: canvas = prompt + --gen, one block, --steps steps) and writes the
+(or --arch llada-moe --model FILE; same command shape as bench/e2e_bench.py: canvas = prompt + --gen, one block, --steps steps) and writes the
 per-phase wall and CPU ms per forward pass that dllm prints to stderr into
-bench/results/profile-<arch>-c<canvas>-t<threads>-<utc stamp>.json, with the machine, commit and command.
+bench/results/profile-<arch>-c<canvas>-t<threads>-<utc stamp>.json, with the machine, commit and command
+(for a MoE model also the routed block's passes and its expert GEMMs' int8 ops per CPU-second).
 
 Usage: python3 bench/profile_forward.py [--threads 2] [--steps 2] [--note TEXT]
 """
@@ -21,6 +22,7 @@ import e2e_bench as e2e  # noqa: E402  (machine(), commit(), loadavg(), ensure_m
 
 ROOT = Path(__file__).resolve().parent.parent
 ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
+MOE_ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)$")
 
 
 def parse_profile(stderr: str) -> dict:
@@ -36,7 +38,22 @@ def parse_profile(stderr: str) -> dict:
         if not m:
             break
         phases[m.group(1)] = {"wall_ms": float(m.group(2)), "cpu_ms": float(m.group(4))}
-    return {"forward_passes": passes, "phases": phases}
+    result = {"forward_passes": passes, "phases": phases}
+    # A MoE model's block, after the table (cpu/moe.h MoeFfn::print_times).
+    moe_head = next((i for i, l in enumerate(lines) if l.startswith("moe ffn passes")), None)
+    if moe_head is not None:
+        moe = {}
+        for l in lines[moe_head + 2:]:
+            m = MOE_ROW.match(l.strip())
+            if not m:
+                break
+            moe[m.group(1)] = {"wall_ms": float(m.group(2)), "cpu_ms": float(m.group(3))}
+        result["moe_passes"] = moe
+    rate = re.search(r"moe expert gemms: ([\d.]+) G int8 ops per CPU-s, ([\d.]+) G per wall-s", stderr)
+    if rate:
+        result["moe_expert_gemm_gops_per_cpu_s"] = float(rate.group(1))
+        result["moe_expert_gemm_gops_per_wall_s"] = float(rate.group(2))
+    return result
 
 
 def main():

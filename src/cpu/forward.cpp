@@ -1,6 +1,6 @@
 // CpuForward: the layer sequence of model/layer_desc.h on the CPU, one named block at a time:
 //   run:  embed -> per layer: attention_block, then the FFN block its description names (ffn_block,
-//         or moe_ffn_block: the routed experts of cpu/moe.h) -> lm_head over the requested rows
+//         or ffn_moe_block: the routed experts of cpu/moe.h) -> lm_head over the requested rows
 // (llama.cpp src/models/llada.cpp, dream.cpp, llada-moe.cpp and rnd1.cpp build the same graph.) Matrices with
 // Q4_K / Q6_K weights read their input rounded to Q8_K, as ggml-cpu does (../shared/reference/README.md,
 // "Numerics"); a ProjectionInput makes that rounding once per activation row, inside the pass that
@@ -111,7 +111,10 @@ struct CpuForward::Impl {
     KvStep kv;
   } pass;
 
-  ~Impl() { prof.print(); }
+  ~Impl() {
+    prof.print();
+    if (moe) moe->print_times(prof.forwards);
+  }
 
   /// Throws what ForwardPlan, choose_isa and make_matrix throw.
   Impl(const model::Model& m, const ForwardOptions& opt)
@@ -183,7 +186,10 @@ struct CpuForward::Impl {
     }
     bool routed = false;
     for (size_t il = 0; il < plan.n_layer(); ++il) routed |= plan.layer(il).ffn == model::FfnKind::kMoe;
-    if (routed) moe = std::make_unique<MoeFfn>(c, experts, plan.max_rows(), isa, n_threads);
+    if (routed) {
+      moe = std::make_unique<MoeFfn>(c, experts, plan.max_rows(), isa, n_threads);
+      moe->set_timing(prof.on);  // its passes under $DLLM_PROFILE, printed after the phase table
+    }
     att_scratch_stride = attention_scratch_floats(c.head_dim, plan.max_tokens());
     att_scratch.resize(static_cast<size_t>(n_threads) * att_scratch_stride);
   }
@@ -366,7 +372,7 @@ struct CpuForward::Impl {
 
   /// x += MoE(h) with h = RMSNorm(x) * ffn_norm (FfnKind::kMoe, cpu/moe.h: route, expert-grouped
   /// GEMMs, weighted sum), the add left pending in proj.
-  void moe_ffn_block(size_t il) {
+  void ffn_moe_block(size_t il) {
     const int64_t n = pass.rl.n_rows();
     norm(model.layers()[il].ffn_norm, n);  // h: rows x d, row-major in normed's f32 rows
     const Profile::Scope ps(prof, Phase::kMoeFfn);

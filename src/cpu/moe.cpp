@@ -16,7 +16,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <string>
 
@@ -78,6 +80,25 @@ class PassClock {
 };
 
 }  // namespace
+
+void MoeFfn::print_times(int64_t forwards) const {
+  if (!timing_ || forwards <= 0) return;
+  static constexpr const char* kNames[] = {"route", "gather+q8", "gate/up", "silu*up+q8", "down", "combine"};
+  static_assert(std::size(kNames) == static_cast<size_t>(MoePass::kCount));
+  const double per = 1e3 / static_cast<double>(forwards);
+  std::fprintf(stderr, "moe ffn passes, per forward pass:\n%-14s %10s %10s\n", "pass", "wall ms", "cpu ms");
+  for (size_t i = 0; i < std::size(kNames); ++i)
+    std::fprintf(stderr, "%-14s %10.1f %10.1f\n", kNames[i], times_.wall_s[i] * per, times_.cpu_s[i] * per);
+  const auto gemm = [&](const double* s) {
+    return s[static_cast<int>(MoePass::kGateUp)] + s[static_cast<int>(MoePass::kDown)];
+  };
+  if (gemm(times_.cpu_s) > 0) {
+    std::fprintf(stderr,
+                 "moe expert gemms: %.1f G int8 ops per CPU-s, %.1f G per wall-s (%.3g G multiply-adds)\n",
+                 2e-9 * times_.expert_macs / gemm(times_.cpu_s),
+                 2e-9 * times_.expert_macs / gemm(times_.wall_s), 1e-9 * times_.expert_macs);
+  }
+}
 
 void moe_route_row(const float* router, int64_t n_expert, const float* x, int64_t d, int64_t k, bool norm,
                    float* probs, int32_t* expert, float* weight) {

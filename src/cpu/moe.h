@@ -111,6 +111,10 @@ class MoeFfn {
     times_ = MoeTimes{};
   }
   const MoeTimes& times() const { return times_; }
+  /// When timing is on: per pass wall and CPU ms per forward pass (over `forwards` passes) to stderr,
+  /// and the expert GEMMs' rate, 2 x expert_macs / CPU seconds of gate/up + down (int8 ops per
+  /// CPU-second, comparable with qgemm_bench's peak per core). Nothing when off or unused.
+  void print_times(int64_t forwards) const;
 
  private:
   /// Activations view of grouped rows [begin, begin + count) of one of the two grouped inputs.

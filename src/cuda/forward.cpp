@@ -473,7 +473,7 @@ struct GpuForward::Impl {
   }
 
   /// FfnKind::kMoe has no GPU kernels: check_blocks refuses such a model before any pass runs.
-  void moe_ffn_block(size_t) { check_blocks(); }
+  void ffn_moe_block(size_t) { check_blocks(); }
 
   /// logits = (RMSNorm(x[rows] + pending) * output_norm) Woutput, only for the requested rows (x is
   /// not written back).                                                    n_rows x n_vocab

@@ -109,7 +109,7 @@ class ForwardPlan {
 /// The layer sequence of a forward pass, written once for every backend: embed, then for each layer
 /// its attention block and the FFN block its description names, then the LM head. `pass`
 /// implements the blocks over the pass in progress: embed(), attention_block(il), ffn_block(il)
-/// (FfnKind::kDense), moe_ffn_block(il) (FfnKind::kMoe) and lm_head(). A new FfnKind adds its case here and
+/// (FfnKind::kDense), ffn_moe_block(il) (FfnKind::kMoe) and lm_head(). A new FfnKind adds its case here and
 /// its block to each backend.
 template <class Pass>
 void run_layers(const ForwardPlan& plan, Pass& pass) {
@@ -121,7 +121,7 @@ void run_layers(const ForwardPlan& plan, Pass& pass) {
         pass.ffn_block(il);
         break;
       case FfnKind::kMoe:
-        pass.moe_ffn_block(il);
+        pass.ffn_moe_block(il);
         break;
     }
   }
