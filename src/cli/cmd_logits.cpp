@@ -10,12 +10,12 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
-#include "cli/backend.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/loaded_model.h"
 #include "cli/model_source.h"
 #include "cli/util.h"
+#include "engine/backend.h"
 
 namespace dllm::cli {
 
@@ -78,13 +78,13 @@ int run_logits(const LogitsOptions& o) {
                        " is outside the model's vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
     }
   }
-  BackendOptions bo;
+  engine::BackendOptions bo;
   bo.device = resolve_device(o.compute);
   bo.gpu_gemm = o.compute.gpu_gemm;
   bo.threads = threads;
   bo.isa = o.compute.isa;
   bo.max_tokens = n;
-  const std::unique_ptr<Backend> backend = make_backend(*m.model, bo);
+  const std::unique_ptr<engine::Backend> backend = engine::make_backend(*m.model, bo);
   const double load_ms = load_watch.elapsed_ms();
 
   const int64_t n_vocab = backend->n_vocab();

@@ -48,7 +48,7 @@ std::string threads_warning(int threads, bool from_env = false);
 
 /// The device to build: --device as given, except that `auto` (the default) means the CPU when the
 /// user picked a CPU kernel path (--isa, or $DLLM_CPU_ISA, other than auto): that choice has no
-/// meaning on the GPU. Otherwise `auto` is the GPU when one is usable (src/cli/backend.h), else the CPU.
+/// meaning on the GPU. Otherwise `auto` is the GPU when one is usable (src/engine/backend.h), else the CPU.
 std::string resolve_device(const ComputeFlags& f);
 
 /// True when --offline was given or HF_HUB_OFFLINE is set to something other than "" / "0".

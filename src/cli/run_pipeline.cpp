@@ -17,7 +17,6 @@
 
 #include "base/error.h"
 #include "base/isa.h"
-#include "cli/backend.h"
 #include "cli/common_flags.h"
 #include "cli/loaded_model.h"
 #include "cli/model_source.h"
@@ -29,6 +28,7 @@
 #include "cpu/forward.h"
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
+#include "engine/backend.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -303,7 +303,7 @@ int run_generate(RunOptions& o) {
   if (cfg.n_ctx_train > 0) check_canvas_fits(n_prompt, o.max_tokens, cfg.n_ctx_train);
 
   Stopwatch fwd_watch;
-  BackendOptions bo;
+  engine::BackendOptions bo;
   bo.device = o.compute.device;
   bo.gpu_gemm = o.compute.gpu_gemm;
   bo.threads = o.compute.threads;
@@ -312,7 +312,7 @@ int run_generate(RunOptions& o) {
   bo.max_batch = o.cfg_scale > 0 ? 2 : 1;  // CFG runs the canvas and its prompt-masked copy together
   bo.cache = diffusion::parse_cache_mode(o.cache);
   std::string why_cpu;
-  const std::unique_ptr<Backend> backend = make_backend(*m.model, bo, &why_cpu);
+  const std::unique_ptr<engine::Backend> backend = engine::make_backend(*m.model, bo, &why_cpu);
   report.load_ms = tokenizer_ms + fwd_watch.elapsed_ms();
   report.device = backend->device();
   report.isa = backend->kernels();

@@ -3,7 +3,7 @@
 // warning naming --cfg-scale. Checked with stated capabilities (a fake source's) and, through the
 // binary, on the GPU backend, which refuses before it looks for a GPU: so this holds in builds
 // without CUDA and on machines without a GPU as well.
-#include "cli/backend.h"
+#include "engine/backend.h"
 
 #include <string>
 #include <vector>
@@ -12,10 +12,10 @@
 
 namespace {
 
-using dllm::cli::BackendOptions;
-using dllm::cli::check_support;
 using dllm::diffusion::CacheMode;
 using dllm::diffusion::SourceSupport;
+using dllm::engine::BackendOptions;
+using dllm::engine::check_support;
 using dllm::test::is_one_error_line;
 using dllm::test::llada_path;
 using dllm::test::run_dllm;

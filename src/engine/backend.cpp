@@ -1,5 +1,5 @@
 // See backend.h.
-#include "cli/backend.h"
+#include "engine/backend.h"
 
 #include <span>
 
@@ -9,7 +9,7 @@
 #include "cuda/device.h"
 #include "model/model.h"
 
-namespace dllm::cli {
+namespace dllm::engine {
 
 namespace {
 
@@ -152,4 +152,4 @@ std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOp
   return backend;
 }
 
-}  // namespace dllm::cli
+}  // namespace dllm::engine

@@ -16,7 +16,7 @@ namespace dllm::model {
 class Model;
 }
 
-namespace dllm::cli {
+namespace dllm::engine {
 
 struct BackendOptions {
   std::string device = "cpu";  ///< --device: cpu, gpu, or auto (a GPU of compute capability >= 8.0, else cpu)
@@ -69,4 +69,4 @@ std::vector<std::string> check_support(const diffusion::SourceSupport& support, 
 std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOptions& options,
                                       std::string* why_cpu = nullptr);
 
-}  // namespace dllm::cli
+}  // namespace dllm::engine
