@@ -29,6 +29,7 @@
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
 #include "engine/backend.h"
+#include "engine/sampler_options.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -45,82 +46,34 @@ void warn(RunReport& report, const std::string& message) {
   report.warnings.push_back(message);
 }
 
-/// SamplerParams from the flags, the model and the tokenizer; per-architecture defaults for the flags
-/// not given. Flags meant for the other architecture draw a warning and are ignored.
+/// SamplerParams from the flags, the model and the tokenizer (engine::sampler_params, which `serve`
+/// calls too); per-architecture defaults for the flags not given. Flags meant for the other
+/// architecture draw a warning and are ignored.
 diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelConfig& cfg,
                                         const tokenizer::Tokenizer& tok, int64_t n_vocab, RunReport& report) {
-  diffusion::SamplerParams p;
-  // Errors and warnings of the sampler name the flags the user typed.
-  p.names.max_tokens = "--max-tokens";
-  p.names.steps = "--steps";
-  p.names.block_length = "--block-length";
-  p.names.temperature = "--temperature";
-  p.names.threshold = "--threshold";
-  p.names.cfg_scale = "--cfg-scale";
-  p.names.cache = "--cache";
-  p.names.top_p = "--top-p";
-  p.names.top_k = "--top-k";
-  p.names.alg_temp = "--alg-temp";
-  p.max_tokens = o.max_tokens;
-  p.steps = o.was_given("--steps") ? o.steps : o.max_tokens;
-  p.temperature = o.temperature;
-  p.seed = o.seed;
-  p.threshold = o.threshold;
-  p.cfg_scale = o.cfg_scale;
-  p.cache = diffusion::parse_cache_mode(o.cache);
-  p.shift_logits = cfg.shift_logits;
-  p.early_stop = !o.no_early_stop;
+  engine::SamplerOptions so;
+  so.max_tokens = o.max_tokens;
+  if (o.was_given("--steps")) so.steps = o.steps;
+  if (o.was_given("--block-length")) so.block_length = o.block_length;
+  so.temperature = o.temperature;
+  so.seed = o.seed;
+  if (o.was_given("--remasking")) so.remasking = o.remasking;
+  if (o.was_given("--alg")) so.alg = o.alg.empty() ? "entropy" : o.alg;
+  if (o.was_given("--alg-temp")) so.alg_temp = o.alg_temp;
+  if (o.was_given("--top-p")) so.top_p = o.top_p;
+  if (o.was_given("--top-k")) so.top_k = o.top_k;
+  so.threshold = o.threshold;
+  so.cfg_scale = o.cfg_scale;
+  so.cache = o.cache;
+  so.early_stop = !o.no_early_stop;
   // Per-row statistics: the forward pass's CPU thread count (physical cores for --threads 0); on the
   // GPU the host threads are free, so --threads (0: OpenMP's default).
-  p.n_threads = report.device == "cpu" ? report.threads : o.compute.threads;
+  so.n_threads = report.device == "cpu" ? report.threads : o.compute.threads;
   // The sampler runs on the CPU whatever --device says: the same --isa choice as the CPU forward pass.
-  p.isa = choose_isa(o.compute.isa);
-  p.mask_id = tok.mask_id();
-  if (p.mask_id < 0) {
-    throw Error("model has no mask token (tokenizer.ggml.mask_token_id missing): not a diffusion model GGUF");
-  }
-  p.end_ids = tok.eog_ids();
-  p.sampleable = tok.sampleable_mask(static_cast<int32_t>(n_vocab));
-
-  if (cfg.arch == model::Arch::kLlada || cfg.arch == model::Arch::kLladaMoe) {
-    p.schedule = diffusion::Schedule::kLlada;
-    p.remasking = diffusion::parse_remasking(o.remasking);
-    // One block when --max-tokens is not a multiple of the default 32 and --block-length was not given.
-    p.block_length =
-        o.was_given("--block-length") || o.max_tokens % o.block_length == 0 ? o.block_length : o.max_tokens;
-    for (const char* flag : {"--alg", "--alg-temp", "--top-p", "--top-k"}) {
-      if (o.was_given(flag))
-        warn(report, std::string(flag) + " applies to Dream models; ignored for " + cfg.arch_name);
-    }
-  } else {
-    p.schedule = diffusion::Schedule::kDream;
-    p.alg = diffusion::parse_dream_alg(o.alg.empty() ? "entropy" : o.alg);
-    p.alg_temp = o.alg_temp;
-    p.top_p = o.top_p;
-    p.top_k = o.top_k;
-    // Dream uses blocks only for threshold decoding; 0 = the whole canvas is one block.
-    p.block_length = o.was_given("--block-length") ? o.block_length : 0;
-    if (o.was_given("--remasking"))
-      warn(report, "--remasking applies to LLaDA models; ignored for " + cfg.arch_name);
-    if (o.was_given("--block-length") && !o.threshold) {
-      warn(report, "--block-length applies to LLaDA models (or Dream with --threshold); ignored");
-    }
-    // Dream's threshold loop ranks by p(x0) (Fast-dLLM's confidence_threshold alg) and has no
-    // timestep schedule.
-    for (const char* flag : {"--alg", "--alg-temp"}) {
-      if (o.threshold && o.was_given(flag)) {
-        warn(report, std::string(flag) +
-                         " is not used with --threshold: threshold decoding ranks positions by p(x0) and "
-                         "commits every one above the threshold");
-      }
-    }
-  }
-  if (o.threshold && o.was_given("--steps")) {
-    warn(
-        report,
-        "--steps is not used with --threshold: threshold decoding runs until every block is full, committing "
-        "at least one token per step (up to --max-tokens steps)");
-  }
+  so.isa = choose_isa(o.compute.isa);
+  std::vector<std::string> warnings;
+  diffusion::SamplerParams p = engine::sampler_params(so, cfg, tok, n_vocab, warnings);
+  for (const std::string& w : warnings) warn(report, w);
   return p;
 }
 

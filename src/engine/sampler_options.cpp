@@ -1,0 +1,112 @@
+// sampler_params (sampler_options.h): per-architecture defaults and the warnings for settings of the
+// other architecture.
+#include "engine/sampler_options.h"
+
+#include <utility>
+
+#include "base/error.h"
+#include "model/config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace dllm::engine {
+
+namespace {
+
+/// "--alg-temp" or "alg_temp" for the field name "alg_temp".
+std::string setting(const std::string& field, SettingNames names) {
+  if (names == SettingNames::kFields) return field;
+  std::string flag = "--" + field;
+  for (char& ch : flag)
+    if (ch == '_') ch = '-';
+  return flag;
+}
+
+}  // namespace
+
+diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::ModelConfig& cfg,
+                                        const tokenizer::Tokenizer& tok, int64_t n_vocab,
+                                        std::vector<std::string>& warnings, SettingNames names) {
+  diffusion::SamplerParams p;
+  // check_params' errors and warnings name the settings as the caller's users typed them (the
+  // sampler has no eps setting to name: Dream's eps is fixed).
+  if (names == SettingNames::kFlags) {
+    p.names.max_tokens = setting("max_tokens", names);
+    p.names.steps = setting("steps", names);
+    p.names.block_length = setting("block_length", names);
+    p.names.temperature = setting("temperature", names);
+    p.names.threshold = setting("threshold", names);
+    p.names.cfg_scale = setting("cfg_scale", names);
+    p.names.cache = setting("cache", names);
+    p.names.top_p = setting("top_p", names);
+    p.names.top_k = setting("top_k", names);
+    p.names.alg_temp = setting("alg_temp", names);
+  }
+  p.max_tokens = o.max_tokens;
+  p.steps = o.steps.value_or(o.max_tokens);
+  p.temperature = o.temperature;
+  p.seed = o.seed;
+  p.threshold = o.threshold;
+  p.cfg_scale = o.cfg_scale;
+  p.cache = diffusion::parse_cache_mode(o.cache);
+  p.shift_logits = cfg.shift_logits;
+  p.early_stop = o.early_stop;
+  p.n_threads = o.n_threads;
+  p.isa = o.isa;
+  p.mask_id = tok.mask_id();
+  if (p.mask_id < 0) {
+    throw Error("model has no mask token (tokenizer.ggml.mask_token_id missing): not a diffusion model GGUF");
+  }
+  p.end_ids = tok.eog_ids();
+  p.sampleable = tok.sampleable_mask(static_cast<int32_t>(n_vocab));
+
+  if (cfg.arch == model::Arch::kLlada || cfg.arch == model::Arch::kLladaMoe) {
+    p.schedule = diffusion::Schedule::kLlada;
+    p.remasking = diffusion::parse_remasking(o.remasking.value_or("low_confidence"));
+    // One block when max_tokens is not a multiple of the default 32 and no block length was given.
+    const int64_t bl = o.block_length.value_or(32);
+    p.block_length = o.block_length || o.max_tokens % bl == 0 ? bl : o.max_tokens;
+    const bool given[] = {o.alg.has_value(), o.alg_temp.has_value(), o.top_p.has_value(),
+                          o.top_k.has_value()};
+    const char* fields[] = {"alg", "alg_temp", "top_p", "top_k"};
+    for (size_t i = 0; i < 4; ++i) {
+      if (given[i])
+        warnings.push_back(setting(fields[i], names) + " applies to Dream models; ignored for llada");
+    }
+  } else {
+    p.schedule = diffusion::Schedule::kDream;
+    p.alg = diffusion::parse_dream_alg(o.alg.value_or("entropy"));
+    p.alg_temp = o.alg_temp.value_or(0.0);
+    p.top_p = o.top_p.value_or(1.0);
+    p.top_k = o.top_k.value_or(0);
+    // Dream uses blocks only for threshold decoding; 0 = the whole canvas is one block.
+    p.block_length = o.block_length.value_or(0);
+    if (o.remasking)
+      warnings.push_back(setting("remasking", names) + " applies to LLaDA models; ignored for dream");
+    if (o.block_length && !o.threshold) {
+      warnings.push_back(setting("block_length", names) + " applies to LLaDA models (or Dream with " +
+                         setting("threshold", names) + "); ignored");
+    }
+    // Dream's threshold loop ranks by p(x0) (Fast-dLLM's confidence_threshold alg) and has no
+    // timestep schedule.
+    if (o.threshold) {
+      for (const auto& [given, field] :
+           {std::pair{o.alg.has_value(), "alg"}, {o.alg_temp.has_value(), "alg_temp"}}) {
+        if (given) {
+          warnings.push_back(setting(field, names) + " is not used with " + setting("threshold", names) +
+                             ": threshold decoding ranks positions by p(x0) and commits every one above the "
+                             "threshold");
+        }
+      }
+    }
+  }
+  if (o.threshold && o.steps) {
+    warnings.push_back(
+        setting("steps", names) + " is not used with " + setting("threshold", names) +
+        ": threshold decoding runs until every block is full, committing at least one token per "
+        "step (up to " +
+        setting("max_tokens", names) + " steps)");
+  }
+  return p;
+}
+
+}  // namespace dllm::engine
