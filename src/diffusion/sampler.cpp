@@ -1,5 +1,6 @@
-// The denoising loops. One Run object per generate() call holds the mutable state (canvas, logits
-// buffer); SamplerParams stay read-only, so several generations can run side by side.
+// The denoising loops, as a resumable Sequence (sampler.h): one State per generation holds the
+// mutable state (canvas, logits buffers, the loop's cursor); generate() drives one Sequence over a
+// LogitsSource, the engine (src/engine) many over one batched forward pass.
 #include "diffusion/sampler.h"
 
 #include <omp.h>
@@ -86,31 +87,40 @@ bool more_confident(const Candidate& a, const Candidate& b) {
   return a.conf > b.conf || (a.conf == b.conf && a.pos < b.pos);
 }
 
-class Run {
+/// How a step picks the positions it commits among the scored ones.
+enum class Select {
+  kAll,          ///< Dream origin: every position drawn for the step
+  kThreshold,    ///< Fast-dLLM: the most confident and every other one >= threshold
+  kTopk,         ///< the k most confident
+  kMultinomial,  ///< Dream alg_temp > 0: k drawn without replacement
+};
+
+}  // namespace
+
+/// The mutable state of one generation: canvas, logits buffers, and the cursor of its loop. The
+/// loops of generate.py / _sample are unrolled into a cursor (block b_, step i_, rng_step_) that
+/// advance() moves to the next step needing a forward pass (skipping the steps that commit
+/// nothing, as the loops' `continue` did), so the caller runs the forward pass in between.
+class Sequence::State {
  public:
-  Run(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& p,
-      const SamplerCallbacks& cb)
-      : model_(model), p_(p), cb_(cb) {
-    n_vocab_ = model.n_vocab();
-    result_.warnings = check_params(p, static_cast<int64_t>(prompt.size()), n_vocab_);
+  State(std::span<const int32_t> prompt, const SamplerParams& p, int64_t n_vocab, SamplerCallbacks cb)
+      : p_(p), cb_(std::move(cb)), n_vocab_(n_vocab) {
+    result_.warnings = check_params(p_, static_cast<int64_t>(prompt.size()), n_vocab_);
     for (const auto& w : result_.warnings)
       if (cb_.on_warning) cb_.on_warning(w);
     prompt_len_ = static_cast<int64_t>(prompt.size());
     canvas_.assign(prompt.begin(), prompt.end());
-    canvas_.resize(static_cast<size_t>(prompt_len_ + p.max_tokens), p.mask_id);
-    masks_left_ = p.max_tokens;
+    canvas_.resize(static_cast<size_t>(prompt_len_ + p_.max_tokens), p_.mask_id);
+    masks_left_ = p_.max_tokens;
     allowed_.assign(static_cast<size_t>(n_vocab_), 1);
-    if (!p.sampleable.empty())
+    if (!p_.sampleable.empty())
       for (int64_t id = 0; id < n_vocab_; ++id)
-        allowed_[id] = id < static_cast<int64_t>(p.sampleable.size()) && p.sampleable[id];
-    allowed_[p.mask_id] = 0;
+        allowed_[id] = id < static_cast<int64_t>(p_.sampleable.size()) && p_.sampleable[id];
+    allowed_[p_.mask_id] = 0;
     is_end_.assign(static_cast<size_t>(n_vocab_), 0);
-    for (int32_t e : p.end_ids)
+    for (int32_t e : p_.end_ids)
       if (e >= 0 && e < n_vocab_) is_end_[e] = 1;
-    n_threads_ = p.n_threads > 0 ? p.n_threads : omp_get_max_threads();
-  }
-
-  GenerateResult go() {
+    n_threads_ = p_.n_threads > 0 ? p_.n_threads : omp_get_max_threads();
     result_.steps_planned = diffusion::planned_steps(p_);
     // Sizing the logits buffers for the first step here keeps their allocation and first touch (tens
     // of MB, up to ~0.2 s on a VM) out of that step's time, as llama.cpp allocates its output buffer
@@ -118,22 +128,63 @@ class Run {
     const size_t first_need = static_cast<size_t>(first_step_rows()) * static_cast<size_t>(n_vocab_);
     logits_.resize(first_need);
     if (p_.cfg_scale > 0) pair_.resize(2 * first_need);
-    if (p_.schedule == Schedule::kLlada)
-      run_llada();
-    else
-      run_dream();
-    result_.canvas = canvas_;
-    result_.steps_run = steps_run_;
+    if (p_.schedule == Schedule::kDream && !p_.threshold) ts_ = dream_timesteps(p_.steps, p_.eps);
+    advance();
+  }
+
+  bool done() const { return !pending_; }
+  const ForwardRequest& request() const { return req_; }
+
+  void accept(double forward_ms) {
+    const auto t0 = Clock::now();
+    if (p_.cfg_scale > 0) combine_guided();
+    auto scored = score(positions_, pending_rng_, llada_, kind_);
+    std::vector<Candidate> chosen;
+    switch (select_) {
+      case Select::kAll:
+        chosen = std::move(scored);
+        break;
+      case Select::kThreshold:
+        chosen = select_threshold(std::move(scored));
+        break;
+      case Select::kTopk:
+        chosen = select_topk(std::move(scored), k_);
+        break;
+      case Select::kMultinomial:
+        chosen = select_multinomial(std::move(scored), k_, pending_rng_);
+        break;
+    }
+    if (p_.cache != CacheMode::kNone && p_.cfg_scale <= 0) cached_block_ = block_;
+    commit(std::move(chosen), forward_ms, prep_ms_ + ms_since(t0));
+    // Past this step: the loops' increments.
+    if (p_.threshold) {
+      ++rng_step_;
+    } else {
+      ++i_;
+      if (p_.schedule == Schedule::kLlada) ++rng_step_;
+    }
+    advance();
+  }
+
+  int64_t steps_run() const { return steps_run_; }
+  int64_t prompt_len() const { return prompt_len_; }
+  std::span<const int32_t> canvas() const { return canvas_; }
+  const std::vector<std::string>& warnings() const { return result_.warnings; }
+
+  GenerateResult result() const {
+    GenerateResult r = result_;
+    r.canvas = canvas_;
+    r.steps_run = steps_run_;
     for (int64_t i = prompt_len_; i < static_cast<int64_t>(canvas_.size()); ++i) {
       const int32_t t = canvas_[i];
-      if (t == p_.mask_id) break;  // only reachable if a LogitsSource throws mid-way; never print masks
+      if (t == p_.mask_id) break;  // a run that ended early (an error, a cancel); never print masks
       if (t >= 0 && t < n_vocab_ && is_end_[t]) {
-        result_.ended_with_end_token = true;
+        r.ended_with_end_token = true;
         break;
       }
-      result_.answer.push_back(t);
+      r.answer.push_back(t);
     }
-    return std::move(result_);
+    return r;
   }
 
  private:
@@ -168,48 +219,181 @@ class Run {
     block_ = block;
     block_begin_ = begin;
     block_end_ = end;
+    in_block_ = true;
   }
 
-  /// One forward pass; afterwards row_logits(j) is the logits row used for positions[j] (shifted to
-  /// the model's row pos-1 when shift_logits; position 0 uses row 0).
-  void fetch_logits(const std::vector<int32_t>& positions) {
+  /// The step to run next: its positions, rng step and selection rule.
+  void pend(std::vector<int32_t> positions, int64_t rng_step, Select select, int64_t k, bool llada,
+            DreamConfidence kind) {
+    positions_ = std::move(positions);
+    pending_rng_ = rng_step;
+    select_ = select;
+    k_ = k;
+    llada_ = llada;
+    kind_ = kind;
+    pending_ = true;
+  }
+
+  /// Moves the cursor to the next step that runs a forward pass and prepares its request; none left
+  /// (or the answer is final with early stop): done.
+  void advance() {
+    const auto t0 = Clock::now();
+    pending_ = false;
+    if (!stopped_) {
+      if (p_.schedule == Schedule::kLlada)
+        advance_llada();
+      else if (p_.threshold)
+        advance_dream_blocks();
+      else
+        advance_dream();
+    }
+    if (pending_) build_request();
+    prep_ms_ = ms_since(t0);
+  }
+
+  // ---- LLaDA generate.py ----
+  void advance_llada() {
+    const int64_t bl = p_.block_length;
+    const int64_t nb = p_.max_tokens / bl;
+    for (;;) {
+      if (!in_block_) {
+        if (b_ >= nb) return;
+        const int64_t begin = prompt_len_ + b_ * bl;
+        enter_block(b_, begin, begin + bl);
+        i_ = 0;
+        // get_num_transfer_tokens on the block's mask count, taken once at the block start (l.75-76).
+        if (!p_.threshold)
+          counts_ =
+              llada_transfer_counts(static_cast<int64_t>(masked_in(begin, begin + bl).size()), p_.steps / nb);
+      }
+      // Positions after the block get confidence -inf (l.109) and committed ones are not masked
+      // (l.111-112): the candidates are the block's masked positions.
+      if (p_.threshold) {
+        auto positions = masked_in(block_begin_, block_end_);
+        if (positions.empty()) {
+          ++b_;
+          in_block_ = false;
+          continue;
+        }
+        pend(std::move(positions), rng_step_, Select::kThreshold, 0, true, DreamConfidence::kProb);
+        return;
+      }
+      if (i_ >= static_cast<int64_t>(counts_.size())) {
+        ++b_;
+        in_block_ = false;
+        continue;
+      }
+      auto positions = counts_[i_] == 0 ? std::vector<int32_t>{} : masked_in(block_begin_, block_end_);
+      if (positions.empty()) {  // topk(k=0) commits nothing: skip the forward pass
+        ++i_;
+        ++rng_step_;
+        continue;
+      }
+      pend(std::move(positions), rng_step_, Select::kTopk, counts_[i_], true, DreamConfidence::kProb);
+      return;
+    }
+  }
+
+  // ---- Dream _sample ----
+  DreamConfidence dream_kind() const {
+    switch (p_.alg) {
+      case DreamAlg::kTopkMargin:
+        return DreamConfidence::kMargin;
+      case DreamAlg::kEntropy:
+        return DreamConfidence::kNegEntropy;
+      default:
+        return DreamConfidence::kProb;
+    }
+  }
+
+  /// Fast-dLLM's threshold rule over semi-autoregressive blocks (its Dream block sampler), ranked by
+  /// p(x0) as its confidence_threshold alg does; the last block may be shorter.
+  void advance_dream_blocks() {
+    const int64_t n = static_cast<int64_t>(canvas_.size());
+    const int64_t bl = block_length();
+    for (;;) {
+      if (!in_block_) {
+        const int64_t begin = prompt_len_ + b_ * bl;
+        if (begin >= n) return;
+        enter_block(b_, begin, std::min(n, begin + bl));
+      }
+      auto positions = masked_in(block_begin_, block_end_);
+      if (positions.empty()) {
+        ++b_;
+        in_block_ = false;
+        continue;
+      }
+      pend(std::move(positions), rng_step_, Select::kThreshold, 0, false, DreamConfidence::kProb);
+      return;
+    }
+  }
+
+  void advance_dream() {
+    const int64_t n = static_cast<int64_t>(canvas_.size());
+    if (!in_block_)
+      enter_block(0, prompt_len_, n);  // one block: the whole answer (a cache reuses the prompt's K/V)
+    for (; i_ < p_.steps && masks_left_ > 0; ++i_) {
+      auto positions = masked_in(prompt_len_, n);
+      if (p_.alg == DreamAlg::kOrigin) {
+        // Each masked position is revealed with probability 1 - s/t (torch.rand(...) < p_transfer);
+        // the draws do not depend on the logits, so a step that reveals nothing skips the forward.
+        const float pt = dream_transfer_probability(i_, ts_);
+        std::vector<int32_t> chosen;
+        for (int32_t pos : positions)
+          if (Rng::stream(p_.seed, RngPurpose::kOriginTransfer, i_, pos).uniform_open() <
+              static_cast<double>(pt))
+            chosen.push_back(pos);
+        if (chosen.empty()) continue;
+        pend(std::move(chosen), i_, Select::kAll, 0, false, DreamConfidence::kProb);
+        return;
+      }
+      const int64_t k = dream_transfer_count(masks_left_, i_, ts_);
+      if (k <= 0)
+        continue;  // topk with k = 0 is skipped by the reference too (`if number_transfer_tokens > 0`)
+      pend(std::move(positions), i_, p_.alg_temp > 0 ? Select::kMultinomial : Select::kTopk, k, false,
+           dream_kind());
+      return;
+    }
+  }
+
+  /// The pending step's forward request; afterwards row_logits(j) is the logits row used for
+  /// positions_[j] (shifted to the model's row pos-1 when shift_logits; position 0 uses row 0).
+  void build_request() {
     rows_.clear();
     row_of_.clear();
-    for (int32_t pos : positions) {
+    for (int32_t pos : positions_) {
       const int32_t r = p_.shift_logits ? std::max(pos - 1, 0) : pos;
       if (rows_.empty() || rows_.back() != r) rows_.push_back(r);
       row_of_.push_back(rows_.size() - 1);
     }
     const size_t need = rows_.size() * static_cast<size_t>(n_vocab_);
     if (logits_.size() < need) logits_.resize(need);
-    const auto t0 = Clock::now();
+    req_ = ForwardRequest{};
+    req_.canvas = canvas_;
+    req_.rows = rows_;
+    req_.out = logits_.data();
     cache_refresh_ = false;
     if (p_.cfg_scale > 0) {
-      guided_logits(need);
+      // generate.py l.79-87: un_x = x with every prompt position set to mask_id; both canvases in
+      // one batch.
+      un_canvas_.assign(canvas_.begin(), canvas_.end());
+      std::fill(un_canvas_.begin(), un_canvas_.begin() + prompt_len_, p_.mask_id);
+      if (pair_.size() < 2 * need) pair_.resize(2 * need);
+      req_.uncond = un_canvas_;
+      req_.out = pair_.data();
     } else if (p_.cache != CacheMode::kNone) {
       // Fast-dLLM: a full forward (refresh) at each block's first step, then the window. The Dream
       // shift reads row begin-1 for the block's first position, so the window starts there.
       cache_refresh_ = block_ != cached_block_;
-      const int64_t n = static_cast<int64_t>(canvas_.size());
-      const int64_t wb = std::max<int64_t>(0, block_begin_ - (p_.shift_logits ? 1 : 0));
-      const int64_t we = p_.cache == CacheMode::kDual ? block_end_ : n;
-      model_.logits_cached(canvas_, rows_, wb, we, cache_refresh_, logits_.data());
-      cached_block_ = block_;
-    } else {
-      model_.logits(canvas_, rows_, logits_.data());
+      req_.kind = cache_refresh_ ? ForwardKind::kRefresh : ForwardKind::kWindow;
+      req_.window_begin = std::max<int64_t>(0, block_begin_ - (p_.shift_logits ? 1 : 0));
+      req_.window_end = p_.cache == CacheMode::kDual ? block_end_ : static_cast<int64_t>(canvas_.size());
     }
-    forward_ms_ = ms_since(t0);
   }
 
-  /// generate.py l.79-87: un_x = x with every prompt position set to mask_id; both canvases in one
-  /// batch; logits = un + (cfg_scale + 1) * (cond - un), here in f32.
-  void guided_logits(size_t need) {
-    un_canvas_.assign(canvas_.begin(), canvas_.end());
-    std::fill(un_canvas_.begin(), un_canvas_.begin() + prompt_len_, p_.mask_id);
-    if (pair_.size() < 2 * need) pair_.resize(2 * need);
-    const std::array<std::span<const int32_t>, 2> canvases{std::span<const int32_t>(canvas_),
-                                                           std::span<const int32_t>(un_canvas_)};
-    model_.logits_batch(canvases, rows_, pair_.data());
+  /// logits = un + (cfg_scale + 1) * (cond - un), here in f32 (generate.py l.85-87).
+  void combine_guided() {
+    const size_t need = rows_.size() * static_cast<size_t>(n_vocab_);
     const float w = static_cast<float>(p_.cfg_scale + 1.0);
     const float* cond = pair_.data();
     const float* un = pair_.data() + need;
@@ -289,7 +473,8 @@ class Run {
     return out;
   }
 
-  void commit(std::vector<Candidate> chosen, int64_t block, Clock::time_point t_step) {
+  /// Commits the chosen positions and reports the step (on_step); early stop ends the run.
+  void commit(std::vector<Candidate> chosen, double forward_ms, double sample_ms) {
     std::sort(chosen.begin(), chosen.end(),
               [](const Candidate& a, const Candidate& b) { return a.pos < b.pos; });
     std::vector<int32_t> pos, tok;
@@ -309,13 +494,13 @@ class Run {
     const bool final = j == n || !is_mask(j);
     StepInfo info;
     info.step = steps_run_;
-    info.block = block;
+    info.block = block_;
     info.positions = pos;
     info.tokens = tok;
     info.confidences = conf;
     info.masks_left = masks_left_;
-    info.forward_ms = forward_ms_;
-    info.sample_ms = std::max(0.0, ms_since(t_step) - forward_ms_);
+    info.forward_ms = forward_ms;
+    info.sample_ms = sample_ms;
     info.cache_refresh = cache_refresh_;
     info.cache = p_.cache;
     info.canvas = canvas_;
@@ -325,110 +510,12 @@ class Run {
     if (cb_.on_step) cb_.on_step(info);
     if (final && masks_left_ > 0 && p_.early_stop) {
       result_.stopped_early = true;
-      done_ = true;
+      stopped_ = true;
     }
   }
 
-  // ---- LLaDA generate.py ----
-  void llada_step(int64_t block, int64_t begin, int64_t end, int64_t k, int64_t rng_step) {
-    const auto t0 = Clock::now();
-    // Positions after the block get confidence -inf (l.109) and committed ones are not masked
-    // (l.111-112): the candidates are the block's masked positions.
-    const auto positions = masked_in(begin, end);
-    if (positions.empty()) return;
-    fetch_logits(positions);
-    auto scored = score(positions, rng_step, /*llada=*/true, DreamConfidence::kProb);
-    commit(p_.threshold ? select_threshold(std::move(scored)) : select_topk(std::move(scored), k), block, t0);
-  }
-
-  void run_llada() {
-    const int64_t bl = p_.block_length;
-    const int64_t nb = p_.max_tokens / bl;
-    int64_t rng_step = 0;
-    for (int64_t b = 0; b < nb && !done_; ++b) {
-      const int64_t begin = prompt_len_ + b * bl, end = begin + bl;
-      enter_block(b, begin, end);
-      if (p_.threshold) {
-        while (!done_ && !masked_in(begin, end).empty()) llada_step(b, begin, end, 0, rng_step++);
-        continue;
-      }
-      const int64_t spb = p_.steps / nb;
-      // get_num_transfer_tokens on the block's mask count, taken once at the block start (l.75-76).
-      const auto counts = llada_transfer_counts(static_cast<int64_t>(masked_in(begin, end).size()), spb);
-      for (int64_t i = 0; i < spb && !done_; ++i, ++rng_step) {
-        if (counts[i] == 0) continue;  // topk(k=0) commits nothing: skip the forward pass
-        llada_step(b, begin, end, counts[i], rng_step);
-      }
-    }
-  }
-
-  // ---- Dream _sample ----
-  DreamConfidence dream_kind() const {
-    switch (p_.alg) {
-      case DreamAlg::kTopkMargin:
-        return DreamConfidence::kMargin;
-      case DreamAlg::kEntropy:
-        return DreamConfidence::kNegEntropy;
-      default:
-        return DreamConfidence::kProb;
-    }
-  }
-
-  void run_dream() {
-    const int64_t n = static_cast<int64_t>(canvas_.size());
-    if (p_.threshold) {
-      // Fast-dLLM's threshold rule over semi-autoregressive blocks (its Dream block sampler), ranked by
-      // p(x0) as its confidence_threshold alg does; the last block may be shorter.
-      const int64_t bl = block_length();
-      int64_t rng_step = 0;
-      for (int64_t begin = prompt_len_, b = 0; begin < n && !done_; begin += bl, ++b) {
-        const int64_t end = std::min(n, begin + bl);
-        enter_block(b, begin, end);
-        for (;;) {
-          if (done_) break;
-          const auto positions = masked_in(begin, end);
-          if (positions.empty()) break;
-          const auto t0 = Clock::now();
-          fetch_logits(positions);
-          auto scored = score(positions, rng_step++, /*llada=*/false, DreamConfidence::kProb);
-          commit(select_threshold(std::move(scored)), b, t0);
-        }
-      }
-      return;
-    }
-    const std::vector<float> ts = dream_timesteps(p_.steps, p_.eps);
-    enter_block(0, prompt_len_, n);  // one block: the whole answer (a cache reuses the prompt's K/V)
-    for (int64_t i = 0; i < p_.steps && !done_ && masks_left_ > 0; ++i) {
-      const auto t0 = Clock::now();
-      auto positions = masked_in(prompt_len_, n);
-      if (p_.alg == DreamAlg::kOrigin) {
-        // Each masked position is revealed with probability 1 - s/t (torch.rand(...) < p_transfer);
-        // the draws do not depend on the logits, so a step that reveals nothing skips the forward.
-        const float pt = dream_transfer_probability(i, ts);
-        std::vector<int32_t> chosen;
-        for (int32_t pos : positions)
-          if (Rng::stream(p_.seed, RngPurpose::kOriginTransfer, i, pos).uniform_open() <
-              static_cast<double>(pt))
-            chosen.push_back(pos);
-        if (chosen.empty()) continue;
-        fetch_logits(chosen);
-        commit(score(chosen, i, /*llada=*/false, DreamConfidence::kProb), 0, t0);
-        continue;
-      }
-      const int64_t k = dream_transfer_count(masks_left_, i, ts);
-      if (k <= 0)
-        continue;  // topk with k = 0 is skipped by the reference too (`if number_transfer_tokens > 0`)
-      fetch_logits(positions);
-      auto scored = score(positions, i, /*llada=*/false, dream_kind());
-      commit(
-          p_.alg_temp > 0 ? select_multinomial(std::move(scored), k, i) : select_topk(std::move(scored), k),
-          0, t0);
-    }
-  }
-
-  LogitsSource& model_;
-  const SamplerParams& p_;
-  const SamplerCallbacks& cb_;
+  const SamplerParams p_;
+  const SamplerCallbacks cb_;
   int64_t n_vocab_ = 0;
   int64_t prompt_len_ = 0;
   int n_threads_ = 1;
@@ -440,17 +527,28 @@ class Run {
   std::vector<size_t> row_of_;
   std::vector<int32_t> un_canvas_;  ///< CFG: the canvas with the prompt masked
   std::vector<float> pair_;         ///< CFG: cond and uncond logits, 2 x rows x n_vocab
+  std::vector<float> ts_;           ///< Dream without threshold: its timesteps
+  // The cursor: block, step within the block (LLaDA) or the run (Dream), the rng step.
+  int64_t b_ = 0, i_ = 0, rng_step_ = 0;
+  bool in_block_ = false;
+  std::vector<int64_t> counts_;  ///< LLaDA: the current block's transfer counts
   int64_t block_ = 0, block_begin_ = 0, block_end_ = 0;
   int64_t cached_block_ = -1;  ///< block of the last cache refresh (-1: none yet)
   bool cache_refresh_ = false;
-  double forward_ms_ = 0;
+  // The pending step (pending_): what accept() scores and how it selects.
+  bool pending_ = false;
+  std::vector<int32_t> positions_;
+  int64_t pending_rng_ = 0, k_ = 0;
+  Select select_ = Select::kAll;
+  bool llada_ = true;
+  DreamConfidence kind_ = DreamConfidence::kProb;
+  ForwardRequest req_;
+  double prep_ms_ = 0;  ///< time advance() took for the pending step (part of its sample_ms)
   int64_t masks_left_ = 0;
   int64_t steps_run_ = 0;
-  bool done_ = false;
+  bool stopped_ = false;  ///< early stop: the answer is final
   GenerateResult result_;
 };
-
-}  // namespace
 
 int64_t planned_steps(const SamplerParams& p) {
   if (p.threshold) return p.max_tokens;  // at least one commit per step
@@ -542,10 +640,67 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
   return warnings;
 }
 
+Sequence::Sequence(std::span<const int32_t> prompt, const SamplerParams& params, int64_t n_vocab,
+                   SamplerCallbacks callbacks)
+    : state_(std::make_unique<State>(prompt, params, n_vocab, std::move(callbacks))) {}
+Sequence::~Sequence() = default;
+Sequence::Sequence(Sequence&&) noexcept = default;
+Sequence& Sequence::operator=(Sequence&&) noexcept = default;
+
+bool Sequence::done() const {
+  return state_->done();
+}
+const ForwardRequest& Sequence::next() const {
+  if (done()) throw Error("Sequence::next: the sequence is done");
+  return state_->request();
+}
+void Sequence::accept(double forward_ms) {
+  if (done()) throw Error("Sequence::accept: the sequence is done");
+  state_->accept(forward_ms);
+}
+int64_t Sequence::steps_run() const {
+  return state_->steps_run();
+}
+int64_t Sequence::prompt_len() const {
+  return state_->prompt_len();
+}
+std::span<const int32_t> Sequence::canvas() const {
+  return state_->canvas();
+}
+const std::vector<std::string>& Sequence::warnings() const {
+  return state_->warnings();
+}
+GenerateResult Sequence::result() const {
+  return state_->result();
+}
+
+void run_request(LogitsSource& model, const ForwardRequest& r) {
+  if (!r.uncond.empty()) {
+    const std::array<std::span<const int32_t>, 2> canvases{r.canvas, r.uncond};
+    model.logits_batch(canvases, r.rows, r.out);
+    return;
+  }
+  switch (r.kind) {
+    case ForwardKind::kFull:
+      model.logits(r.canvas, r.rows, r.out);
+      return;
+    case ForwardKind::kRefresh:
+    case ForwardKind::kWindow:
+      model.logits_cached(r.canvas, r.rows, r.window_begin, r.window_end, r.kind == ForwardKind::kRefresh,
+                          r.out);
+      return;
+  }
+}
+
 GenerateResult generate(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& params,
                         const SamplerCallbacks& callbacks) {
-  Run run(model, prompt, params, callbacks);
-  return run.go();
+  Sequence seq(prompt, params, model.n_vocab(), callbacks);
+  while (!seq.done()) {
+    const auto t0 = Clock::now();
+    run_request(model, seq.next());
+    seq.accept(ms_since(t0));
+  }
+  return seq.result();
 }
 
 }  // namespace dllm::diffusion

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -172,9 +173,76 @@ std::vector<std::string> check_params(const SamplerParams& params, int64_t promp
 /// threshold decoding (max_tokens: at least one commit per step). params must pass check_params.
 int64_t planned_steps(const SamplerParams& params);
 
+/// Which LogitsSource call a step's forward pass is.
+enum class ForwardKind {
+  kFull,     ///< logits(): the whole canvas, nothing stored (also CFG's pair: logits_batch())
+  kRefresh,  ///< logits_cached(refresh = true): the full forward, storing every position's K/V
+  kWindow,   ///< logits_cached(refresh = false): the window against the K/V of the last refresh
+};
+
+/// The forward pass one step of a Sequence needs. Spans and `out` point into the Sequence and stay
+/// valid until its accept().
+struct ForwardRequest {
+  ForwardKind kind = ForwardKind::kFull;
+  std::span<const int32_t> canvas;  ///< prompt + max_tokens positions
+  /// CFG (cfg_scale > 0): the canvas with every prompt position set to mask_id; the two run as one
+  /// batch (logits_batch) and out receives 2 x rows.size() x n_vocab, the canvas's rows first.
+  /// Empty otherwise.
+  std::span<const int32_t> uncond;
+  /// Model rows whose logits are wanted, distinct and increasing; within the window for kWindow.
+  std::span<const int32_t> rows;
+  int64_t window_begin = 0, window_end = 0;  ///< kRefresh / kWindow: the block's window
+  /// Where the logits go: n_canvases() x rows.size() x n_vocab floats, row-major, vocab contiguous.
+  float* out = nullptr;
+  int64_t n_canvases() const { return uncond.empty() ? 1 : 2; }
+};
+
+/// One generation as a resumable object: it says which forward pass its next step needs (next()),
+/// the caller runs it and writes the logits to next().out, and accept() does the step's sampling
+/// and commit (calling on_step) and moves on to the next step that needs a forward pass (steps that
+/// would commit nothing are skipped, as generate() always did). generate() is this loop over one
+/// LogitsSource; the engine (src/engine) runs the steps of many Sequences in one batched pass.
+/// A Sequence's tokens depend only on its prompt, params and the logits it is given.
+class Sequence {
+ public:
+  /// Validates params (check_params: throws what it throws), calls on_warning for each warning,
+  /// builds the canvas and prepares the first step. n_vocab: logit rows per position.
+  Sequence(std::span<const int32_t> prompt, const SamplerParams& params, int64_t n_vocab,
+           SamplerCallbacks callbacks = {});
+  ~Sequence();
+  Sequence(Sequence&&) noexcept;
+  Sequence& operator=(Sequence&&) noexcept;
+
+  /// No step is left: every position is committed, the schedule ran out, or (early_stop) the answer
+  /// is final. result() is then the generation's result.
+  bool done() const;
+  /// The pending step's forward pass. Throws dllm::Error when done().
+  const ForwardRequest& next() const;
+  /// The caller has written next().out; forward_ms is the time that took (StepInfo::forward_ms).
+  /// Throws dllm::Error when done().
+  void accept(double forward_ms);
+
+  int64_t steps_run() const;  ///< forward passes accepted so far
+  int64_t prompt_len() const;
+  std::span<const int32_t> canvas() const;  ///< the canvas now
+  const std::vector<std::string>& warnings() const;
+  /// The result so far (complete once done(); before, the canvas as far as it got and the answer up
+  /// to its first mask).
+  GenerateResult result() const;
+
+  class State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+/// Runs one request on `model`: logits(), logits_cached() or, for a CFG pair, logits_batch().
+void run_request(LogitsSource& model, const ForwardRequest& request);
+
 /// Runs the denoising loop: canvas = prompt + max_tokens masks, then steps until every position is
 /// committed or (early_stop) the answer is final. Deterministic for a given seed, whatever
-/// n_threads. Throws what check_params throws, and what the LogitsSource throws.
+/// n_threads. Throws what check_params throws, and what the LogitsSource throws. A Sequence driven
+/// by run_request().
 GenerateResult generate(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& params,
                         const SamplerCallbacks& callbacks = {});
 
