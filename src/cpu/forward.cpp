@@ -102,14 +102,28 @@ struct CpuForward::Impl {
   size_t att_scratch_stride = 0;
   Profile prof;
 
+  /// One group of sequences of the pass in progress: a plain, batched or cached pass has one, a
+  /// packed pass (forward_packed) one per request. Its activation rows follow the previous group's.
+  struct Segment {
+    model::RowLayout rl;              ///< its positions computed, rows counted from row0
+    int64_t row0 = 0;                 ///< its first activation row
+    int64_t head_row0 = 0;            ///< its first LM-head row (in normed, at lm_head)
+    std::span<const int32_t> tokens;  ///< rl.n_seq x rl.n
+    std::span<const int32_t> rows;    ///< positions whose logits are wanted, of every sequence
+    float* logits = nullptr;          ///< rl.n_seq x rows.size() x n_vocab
+    KvStep kv;
+  };
+
   /// The pass in progress (run() sets it; the blocks read it).
   struct Pass {
-    model::RowLayout rl;              ///< the positions computed and their activation rows
-    std::span<const int32_t> tokens;  ///< n_seq x n
-    std::span<const int32_t> rows;    ///< positions whose logits are wanted, of every sequence
-    float* logits = nullptr;          ///< n_seq x rows.size() x n_vocab
-    KvStep kv;
+    std::vector<Segment> segs;
+    int64_t n_rows = 0;       ///< activation rows of every segment
+    int64_t n_head_rows = 0;  ///< LM-head rows of every segment
   } pass;
+  std::vector<int32_t> row_seg;   ///< max_rows: the segment of each activation row
+  std::vector<int32_t> head_seg;  ///< max_rows: the segment of each LM-head row
+  /// (segment, sequence within it) of every sequence of the pass: attention's items / n_head.
+  std::vector<std::pair<int32_t, int32_t>> attn_seqs;
 
   ~Impl() {
     prof.print();
@@ -192,6 +206,10 @@ struct CpuForward::Impl {
     }
     att_scratch_stride = attention_scratch_floats(c.head_dim, plan.max_tokens());
     att_scratch.resize(static_cast<size_t>(n_threads) * att_scratch_stride);
+    row_seg.resize(rows);
+    head_seg.resize(rows);
+    attn_seqs.reserve(rows);
+    pass.segs.reserve(static_cast<size_t>(plan.max_batch()));
   }
 
   /// Each out.y = W x over the n rows of `in` (every matrix's full output range), all N matrices'
@@ -221,10 +239,11 @@ struct CpuForward::Impl {
   void embed() {
     const Profile::Scope ps(prof, Phase::kEmbed);
     const int64_t d = c.n_embd;
-    const model::RowLayout& rl = pass.rl;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t r = 0; r < rl.n_rows(); ++r)
-      model.dequantize_row(model.token_embd(), pass.tokens[rl.token_index(r)], &x[r * d]);
+    for (int64_t r = 0; r < pass.n_rows; ++r) {
+      const Segment& sg = pass.segs[row_seg[r]];
+      model.dequantize_row(model.token_embd(), sg.tokens[sg.rl.token_index(r - sg.row0)], &x[r * d]);
+    }
     pending = false;
   }
 
@@ -246,14 +265,15 @@ struct CpuForward::Impl {
   /// x += Attention(RMSNorm(x) * attn_norm), the add left pending in proj (layer_desc.h).
   void attention_block(size_t il) {
     const LayerMatrices& lm = layers[il];
-    const int64_t n = pass.rl.n_rows();
+    const int64_t n = pass.n_rows;
     norm(model.layers()[il].attn_norm, n);  // h: rows x d
     // q = h Wq: rows x n_q; k = h Wk, v = h Wv: rows x n_kv
     project(Phase::kGemmQkv, normed, n,
             {{lm.q.get(), q.data(), q_ld}, {lm.k.get(), k.data(), kv_ld}, {lm.v.get(), v.data(), kv_ld}});
     bias_rope(il);
-    if (pass.kv.cache != nullptr) store_kv(il, *pass.kv.cache);
-    attention(il, pass.kv.reads_cache() ? pass.kv.cache : nullptr);  // attn_out: rows x n_q
+    for (const Segment& sg : pass.segs)
+      if (sg.kv.cache != nullptr) store_kv(il, sg);
+    attention(il);  // attn_out: rows x n_q
     {
       const Profile::Scope ps(prof, Phase::kQuantize);
       attn_out.prepare(*rk, n, n_threads);
@@ -266,14 +286,14 @@ struct CpuForward::Impl {
   /// (qk_norm), then RoPE on every head of q and k with the angles of the row's position.
   void bias_rope(size_t il) {
     const Profile::Scope ps(prof, Phase::kBiasRope);
-    const model::RowLayout& rl = pass.rl;
     const model::LayerDesc& desc = plan.layer(il);
     const model::LayerWeights& lw = model.layers()[il];
     const model::RopeTable& angles = plan.rope();
     const int64_t hd = c.head_dim, n_q = plan.widths().q, n_kv = plan.widths().kv;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t r = 0; r < rl.n_rows(); ++r) {
-      const int64_t pos = rl.position(r);
+    for (int64_t r = 0; r < pass.n_rows; ++r) {
+      const Segment& sg = pass.segs[row_seg[r]];
+      const int64_t pos = sg.rl.position(r - sg.row0);
       float* qt = &q[r * q_ld];
       float* kt = &k[r * kv_ld];
       if (desc.qkv_bias) {
@@ -295,37 +315,42 @@ struct CpuForward::Impl {
     }
   }
 
-  /// The fresh K/V of the computed positions into layer il's cache slots (one sequence): a refresh
-  /// writes every position, a cached step the window's (Fast-dLLM's replace_position); the others
-  /// stay as the last refresh left them.                                  rows x n_kv, each
-  void store_kv(size_t il, KvCache& cache) {
+  /// The fresh K/V of the computed positions of segment sg (one sequence) into layer il's slots of
+  /// its cache: a refresh writes every position, a cached step the window's (Fast-dLLM's
+  /// replace_position); the others stay as the last refresh left them.      rows x n_kv, each
+  void store_kv(size_t il, const Segment& sg) {
     const Profile::Scope ps(prof, Phase::kKvCache);
-    const model::RowLayout& rl = pass.rl;
+    const model::RowLayout& rl = sg.rl;
+    KvCache& cache = *sg.kv.cache;
     const int64_t n_kv = plan.widths().kv;
     const size_t at = il * static_cast<size_t>(plan.kv_layer_floats()) + static_cast<size_t>(rl.begin * n_kv);
     for (int64_t r = 0; r < rl.rows_of(0); ++r) {
-      std::copy_n(&k[r * kv_ld], n_kv, cache.k.data() + at + r * n_kv);
-      std::copy_n(&v[r * kv_ld], n_kv, cache.v.data() + at + r * n_kv);
+      std::copy_n(&k[(sg.row0 + r) * kv_ld], n_kv, cache.k.data() + at + r * n_kv);
+      std::copy_n(&v[(sg.row0 + r) * kv_ld], n_kv, cache.v.data() + at + r * n_kv);
     }
   }
 
   /// attn_out = softmax(q k^T / sqrt(hd)) v per (sequence, query head), no mask, GQA (query head h
-  /// reads kv head h / (n_head / n_head_kv)). Keys: the sequence's fresh k / v, or every position's
-  /// from `cache` on a cached step.                                                    rows x n_q
-  void attention(size_t il, const KvCache* cache) {
+  /// reads kv head h / (n_head / n_head_kv)), each sequence of each segment against its own keys
+  /// only: its fresh k / v, or every position's from its cache on a cached step.        rows x n_q
+  void attention(size_t il) {
     const Profile::Scope ps(prof, Phase::kAttention);
+    const auto n_items = static_cast<int64_t>(attn_seqs.size()) * c.n_head;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
-    for (int64_t item = 0; item < pass.rl.n_seq * c.n_head; ++item) {
-      AttentionHead a = attention_head(il, cache, item / c.n_head, item % c.n_head);
+    for (int64_t item = 0; item < n_items; ++item) {
+      const auto [seg, s] = attn_seqs[item / c.n_head];
+      AttentionHead a = attention_head(il, pass.segs[seg], s, item % c.n_head);
       a.scratch = att_scratch.data() + static_cast<size_t>(omp_get_thread_num()) * att_scratch_stride;
       rk->attention_head(a);
     }
   }
 
-  /// One work item of attention(): every query row of sequence s, head h, against its keys.
-  AttentionHead attention_head(size_t il, const KvCache* cache, int64_t s, int64_t h) {
-    const model::RowLayout& rl = pass.rl;
-    const int64_t hd = c.head_dim, kvh = h / (c.n_head / c.n_head_kv), row0 = rl.first_row(s);
+  /// One work item of attention(): every query row of sequence s of segment sg, head h, against its
+  /// keys.
+  AttentionHead attention_head(size_t il, const Segment& sg, int64_t s, int64_t h) {
+    const model::RowLayout& rl = sg.rl;
+    const KvCache* cache = sg.kv.reads_cache() ? sg.kv.cache : nullptr;
+    const int64_t hd = c.head_dim, kvh = h / (c.n_head / c.n_head_kv), row0 = sg.row0 + rl.first_row(s);
     AttentionHead a;
     a.q = &q[row0 * q_ld + h * hd];
     a.q_stride = q_ld;
@@ -352,7 +377,7 @@ struct CpuForward::Impl {
   /// proj (FfnKind::kDense).
   void ffn_block(size_t il) {
     const LayerMatrices& lm = layers[il];
-    const int64_t n = pass.rl.n_rows(), n_ff = c.n_ff;
+    const int64_t n = pass.n_rows, n_ff = c.n_ff;
     norm(model.layers()[il].ffn_norm, n);  // h: rows x d
     // ffn_act = h Wgate, up = h Wup: rows x n_ff
     project(Phase::kGemmGateUp, normed, n,
@@ -381,19 +406,21 @@ struct CpuForward::Impl {
   }
 
   /// logits = (RMSNorm(x + proj) * output_norm) Woutput for the requested rows of every sequence
-  /// (n_seq x rows.size() rows of n_vocab, sequence-major). The last block's pending add is made for
-  /// those rows only, into normed (x is not written).
+  /// of every segment (into each segment's logits: n_seq x rows.size() rows of n_vocab,
+  /// sequence-major). The last block's pending add is made for those rows only, into normed (x is
+  /// not written). The matrix runs over each segment's rows apart (as a pass of that segment alone
+  /// would), one output-row range of the weights at a time for all segments.
   void lm_head() {
-    const model::RowLayout& rl = pass.rl;
-    const std::span<const int32_t> rows = pass.rows;
-    const auto n_rows = static_cast<int64_t>(rows.size());
-    const int64_t n_head_rows = rl.n_seq * n_rows, d = c.n_embd;
-    if (n_rows == 0) return;
+    const int64_t n_head_rows = pass.n_head_rows, d = c.n_embd;
+    if (n_head_rows == 0) return;
     {
       const Profile::Scope ps(prof, Phase::kNorm);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
       for (int64_t j = 0; j < n_head_rows; ++j) {
-        const int64_t r = rl.row_of(j / n_rows, rows[j % n_rows]);
+        const Segment& sg = pass.segs[head_seg[j]];
+        const auto n_rows = static_cast<int64_t>(sg.rows.size());
+        const int64_t jj = j - sg.head_row0;
+        const int64_t r = sg.row0 + sg.rl.row_of(jj / n_rows, sg.rows[jj % n_rows]);
         float* h = normed.row(j);
         std::copy_n(&x[r * d], d, h);
         if (pending) add_inplace(h, &proj[r * d], d);
@@ -401,16 +428,70 @@ struct CpuForward::Impl {
         normed.prepare_row(*rk, j);
       }
     }
-    project(Phase::kLmHead, normed, n_head_rows, {{output.get(), pass.logits, output->n_out()}});
+    if (pass.segs.size() == 1) {
+      project(Phase::kLmHead, normed, n_head_rows, {{output.get(), pass.segs[0].logits, output->n_out()}});
+      return;
+    }
+    const Profile::Scope ps(prof, Phase::kLmHead);
+    const int64_t chunk = chunk_rows(*output), n_out = output->n_out();
+    const int64_t n_items = (n_out + chunk - 1) / chunk;
+#pragma omp parallel for schedule(guided) num_threads(n_threads)
+    for (int64_t item = 0; item < n_items; ++item) {
+      const int64_t begin = item * chunk, end = std::min(begin + chunk, n_out);
+      for (const Segment& sg : pass.segs) {
+        const int64_t n = sg.rl.n_seq * static_cast<int64_t>(sg.rows.size());
+        if (n > 0) output->multiply(normed.view(sg.head_row0, n), begin, end, sg.logits, n_out);
+      }
+    }
+  }
+
+  /// Starts a pass: no segment yet.
+  void begin_pass() {
+    pass.segs.clear();
+    pass.n_rows = 0;
+    pass.n_head_rows = 0;
+  }
+
+  /// Appends a segment (inputs already checked); throws dllm::Error when the pass's rows would exceed
+  /// the buffers (max_batch x max_tokens).
+  void add_segment(const model::RowLayout& rl, std::span<const int32_t> tokens, std::span<const int32_t> rows,
+                   float* logits, const KvStep& kv) {
+    Segment sg{rl, pass.n_rows, pass.n_head_rows, tokens, rows, logits, kv};
+    const int64_t n_head = rl.n_seq * static_cast<int64_t>(rows.size());
+    if (pass.n_rows + rl.n_rows() > plan.max_rows()) {
+      throw Error("forward_packed: " + std::to_string(pass.n_rows + rl.n_rows()) +
+                  " activation rows, at most " + std::to_string(plan.max_rows()) +
+                  " (max_batch x max_tokens)");
+    }
+    pass.n_rows += rl.n_rows();
+    pass.n_head_rows += n_head;
+    pass.segs.push_back(sg);
+  }
+
+  /// Runs the pass over the segments added since begin_pass(): the plan's layer sequence.
+  void run_pass() {
+    ++prof.forwards;
+    attn_seqs.clear();
+    for (size_t i = 0; i < pass.segs.size(); ++i) {
+      const Segment& sg = pass.segs[i];
+      std::fill_n(row_seg.begin() + sg.row0, sg.rl.n_rows(), static_cast<int32_t>(i));
+      std::fill_n(head_seg.begin() + sg.head_row0, sg.rl.n_seq * static_cast<int64_t>(sg.rows.size()),
+                  static_cast<int32_t>(i));
+      for (int64_t s = 0; s < sg.rl.n_seq; ++s)
+        attn_seqs.emplace_back(static_cast<int32_t>(i), static_cast<int32_t>(s));
+    }
+    model::run_layers(plan, *this);
   }
 
   /// The pass over the rows of `rl` (inputs already checked): the plan's layer sequence.
   void run(const model::RowLayout& rl, std::span<const int32_t> tokens, std::span<const int32_t> rows,
            float* logits, const KvStep& kv) {
-    ++prof.forwards;
-    pass = Pass{rl, tokens, rows, logits, kv};
-    model::run_layers(plan, *this);
+    begin_pass();
+    add_segment(rl, tokens, rows, logits, kv);
+    run_pass();
   }
+
+  void forward_packed(std::span<const PackedSeq> seqs);
 
   void forward_window(std::span<const int32_t> tokens, int64_t wb, int64_t we, std::span<const int32_t> rows,
                       float* logits, KvCache& cache, bool refresh) {
@@ -436,6 +517,55 @@ struct CpuForward::Impl {
   }
 };
 
+void CpuForward::Impl::forward_packed(std::span<const PackedSeq> seqs) {
+  if (seqs.empty()) throw Error("forward_packed: no sequences");
+  // Every check before anything is computed or any cache is touched.
+  std::vector<model::RowLayout> layouts;
+  layouts.reserve(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const PackedSeq& q = seqs[i];
+    if (q.cache == nullptr) {
+      layouts.push_back(plan.check_batch(q.tokens, q.n_seq, q.rows));
+      continue;
+    }
+    if (q.n_seq != 1) {
+      throw Error("forward_packed: request " + std::to_string(i) + " is a KV cache step of " +
+                  std::to_string(q.n_seq) + " canvases; a cache holds one canvas");
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (seqs[j].cache == q.cache)
+        throw Error("forward_packed: requests " + std::to_string(j) + " and " + std::to_string(i) +
+                    " use the same KV cache");
+    if (q.refresh) {
+      layouts.push_back(plan.check_forward(q.tokens, q.rows));
+      continue;
+    }
+    const auto n = static_cast<int64_t>(q.tokens.size());
+    plan.check_tokens(q.tokens, n);
+    if (q.cache->n_tokens != n) {
+      throw Error("forward_window: the KV cache holds " + std::to_string(q.cache->n_tokens) +
+                  " positions, the canvas has " + std::to_string(n) + ": run a refresh step first");
+    }
+    layouts.push_back(plan.check_window(n, q.window_begin, q.window_end, q.rows));
+  }
+  begin_pass();
+  for (size_t i = 0; i < seqs.size(); ++i)
+    add_segment(layouts[i], seqs[i].tokens, seqs[i].rows, seqs[i].logits,
+                KvStep{seqs[i].cache, seqs[i].refresh});
+  const size_t need = plan.n_layer() * static_cast<size_t>(plan.kv_layer_floats());
+  for (const PackedSeq& q : seqs) {
+    if (q.cache == nullptr || !q.refresh) continue;
+    if (q.cache->k.size() != need) {
+      q.cache->k.assign(need, 0.0f);
+      q.cache->v.assign(need, 0.0f);
+    }
+    q.cache->n_tokens = 0;  // not valid until the refresh completes
+  }
+  run_pass();
+  for (size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].cache != nullptr && seqs[i].refresh) seqs[i].cache->n_tokens = layouts[i].n;
+}
+
 CpuForward::CpuForward(const model::Model& model, const ForwardOptions& options)
     : impl_(std::make_unique<Impl>(model, options)) {}
 
@@ -453,6 +583,15 @@ void CpuForward::forward_batch(std::span<const int32_t> tokens, int64_t n_seq, s
 void CpuForward::forward_window(std::span<const int32_t> tokens, int64_t window_begin, int64_t window_end,
                                 std::span<const int32_t> rows, float* logits, KvCache& cache, bool refresh) {
   impl_->forward_window(tokens, window_begin, window_end, rows, logits, cache, refresh);
+}
+
+void CpuForward::forward_packed(std::span<const PackedSeq> seqs) {
+  impl_->forward_packed(seqs);
+}
+
+int64_t CpuForward::packed_rows(const PackedSeq& s) {
+  if (s.cache != nullptr && !s.refresh) return s.window_end - s.window_begin;
+  return static_cast<int64_t>(s.tokens.size());
 }
 
 int64_t CpuForward::n_vocab() const {

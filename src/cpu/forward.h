@@ -3,7 +3,8 @@
 // constructor for `max_batch` sequences of `max_tokens`. forward_window() adds Fast-dLLM's
 // approximate KV cache (a step recomputes only a window of positions; the others' K/V come from the
 // last refresh), forward_batch() runs several canvases of one length through the matmuls together
-// (classifier-free guidance).
+// (classifier-free guidance), forward_packed() several canvases of any lengths and kinds together
+// (the batching engine).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,19 @@ struct KvCache {
   size_t bytes() const { return (k.size() + v.size()) * sizeof(float); }
 };
 
+/// One request of a packed pass (CpuForward::forward_packed): n_seq canvases of one length (2: a
+/// CFG pair) run as forward_batch would, or one canvas's cached step (cache set) as forward_window
+/// would.
+struct PackedSeq {
+  std::span<const int32_t> tokens;  ///< n_seq x n, one canvas after another
+  int64_t n_seq = 1;
+  std::span<const int32_t> rows;  ///< positions whose logits are wanted (within the window for a cached step)
+  float* logits = nullptr;        ///< n_seq x rows.size() x n_vocab, row-major
+  KvCache* cache = nullptr;       ///< nullptr: a full forward, nothing stored; else a cached step (n_seq 1)
+  bool refresh = false;           ///< with cache: forward_window's refresh
+  int64_t window_begin = 0, window_end = 0;  ///< with cache and not refresh: the window
+};
+
 class CpuForward {
  public:
   /// `model` must outlive this object. Throws dllm::Error when a weight type has no matrix kernel.
@@ -84,6 +98,20 @@ class CpuForward {
   /// not refreshed for a canvas of this length.
   void forward_window(std::span<const int32_t> tokens, int64_t window_begin, int64_t window_end,
                       std::span<const int32_t> rows, float* logits, KvCache& cache, bool refresh);
+
+  /// Several requests of different lengths and kinds in one pass: the projections and the FFN run
+  /// over the activation rows of all of them in one matmul each (one pass over the weights),
+  /// attention stays within each canvas (its own keys, or its own cache), the LM head runs per
+  /// request. Each request's logits (and cache) are bit-identical to those of forward_batch /
+  /// forward_window of that request alone: nothing in the pass depends on the other requests. The
+  /// activation rows of all requests (n_seq x n, or the window's width) must fit max_batch x
+  /// max_tokens. Throws dllm::Error, before any compute, as forward_batch / forward_window for each
+  /// request, when n_seq != 1 with a cache, when one cache appears twice, when the rows do not fit,
+  /// or when `seqs` is empty.
+  void forward_packed(std::span<const PackedSeq> seqs);
+
+  /// Activation rows (of max_batch x max_tokens) a request occupies in a packed pass.
+  static int64_t packed_rows(const PackedSeq& s);
 
   int64_t n_vocab() const;
   /// Threads forward() runs on (ForwardOptions::n_threads resolved).

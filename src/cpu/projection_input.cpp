@@ -52,18 +52,23 @@ void ProjectionInput::prepare(const RowKernels& rk, int64_t n, int n_threads) {
 }
 
 Activations ProjectionInput::view(int64_t n) const {
+  return view(0, n);
+}
+
+Activations ProjectionInput::view(int64_t first, int64_t n) const {
+  const auto f = static_cast<size_t>(first);
   Activations a;
-  a.f32 = f32_.data();
+  a.f32 = f32_.data() + f * n_in_;
   a.n_tokens = n;
   a.n_in = n_in_;
   if (n_blocks_ > 0) {
-    a.q8k = q8_.data();
-    a.bs32 = bs32_.data();
-    a.q8u = u8_ ? q8u_.data() : nullptr;
+    a.q8k = q8_.data() + f * n_blocks_;
+    a.bs32 = bs32_.data() + f * n_blocks_ * 8;
+    a.q8u = u8_ ? q8u_.data() + f * n_in_ : nullptr;
   }
   if (n_blocks80_ > 0) {
-    a.q8_0 = q80_.data();
-    a.q8_0u = u80_ ? q80u_.data() : nullptr;
+    a.q8_0 = q80_.data() + f * n_blocks80_;
+    a.q8_0u = u80_ ? q80u_.data() + f * n_in_ : nullptr;
   }
   return a;
 }

@@ -42,6 +42,8 @@ class ProjectionInput {
   /// What the consumers' multiply() reads: rows [0, n), each form present only when a consumer
   /// needs it.
   Activations view(int64_t n) const;
+  /// Rows [first, first + n) as a view of n rows (one sequence of a packed pass).
+  Activations view(int64_t first, int64_t n) const;
 
  private:
   int64_t n_in_ = 0;

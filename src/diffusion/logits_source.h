@@ -15,7 +15,47 @@ namespace dllm::diffusion {
 struct SourceSupport {
   bool cached_steps = false;  ///< logits_cached() reuses stored K/V (Fast-dLLM's approximation)
   int64_t max_batch = 1;      ///< canvases logits_batch() runs through one forward pass
+  /// Activation rows logits_packed() runs in one forward pass (packed_rows() of its requests
+  /// summed); 0: no packed pass (logits_packed runs the requests one after another).
+  int64_t max_packed_rows = 0;
 };
+
+/// Which LogitsSource call a step's forward pass is.
+enum class ForwardKind {
+  kFull,     ///< logits(): the whole canvas, nothing stored (also CFG's pair: logits_batch())
+  kRefresh,  ///< logits_cached(refresh = true): the full forward, storing every position's K/V
+  kWindow,   ///< logits_cached(refresh = false): the window against the K/V of the last refresh
+};
+
+/// The forward pass one step of a Sequence (sampler.h) needs. Spans and `out` point into the
+/// Sequence and stay valid until its accept().
+struct ForwardRequest {
+  ForwardKind kind = ForwardKind::kFull;
+  std::span<const int32_t> canvas;  ///< prompt + max_tokens positions
+  /// CFG (cfg_scale > 0): the canvas with every prompt position set to mask_id; the two run as one
+  /// batch (logits_batch) and out receives 2 x rows.size() x n_vocab, the canvas's rows first.
+  /// Empty otherwise.
+  std::span<const int32_t> uncond;
+  /// Model rows whose logits are wanted, distinct and increasing; within the window for kWindow.
+  std::span<const int32_t> rows;
+  int64_t window_begin = 0, window_end = 0;  ///< kRefresh / kWindow: the block's window
+  /// Where the logits go: n_canvases() x rows.size() x n_vocab floats, row-major, vocab contiguous.
+  float* out = nullptr;
+  int64_t n_canvases() const { return uncond.empty() ? 1 : 2; }
+};
+
+/// One request of a packed pass (LogitsSource::logits_packed) and the KV cache slot its cached
+/// steps use: slot i holds the K/V of one sequence from its refresh to its window steps; the caller
+/// gives each sequence it interleaves a slot of its own.
+struct PackedRequest {
+  const ForwardRequest* request = nullptr;
+  int64_t cache_slot = 0;
+};
+
+class LogitsSource;
+
+/// Runs one request on `model`: logits(), logits_cached() or, for a CFG pair, logits_batch().
+void run_request(LogitsSource& model, const ForwardRequest& request);
 
 class LogitsSource {
  public:
@@ -55,6 +95,21 @@ class LogitsSource {
                             float* out) {
     for (size_t i = 0; i < canvases.size(); ++i)
       logits(canvases[i], rows, out + i * rows.size() * static_cast<size_t>(n_vocab()));
+  }
+
+  /// Several requests of different canvases, lengths and kinds in one forward pass (the batching
+  /// engine), each request's logits into its own out, each as if it ran alone. A backend overrides
+  /// it (support().max_packed_rows > 0). The default runs them one after another through
+  /// run_request and ignores cache_slot: right for a source without cached steps (whose
+  /// logits_cached is a full pass), wrong for one with a single cache given several sequences.
+  virtual void logits_packed(std::span<const PackedRequest> batch);
+
+  /// Activation rows a request occupies in a packed pass: the canvas (each of a CFG pair), or the
+  /// window of a cached step.
+  static int64_t packed_rows(const ForwardRequest& r) {
+    const int64_t per = r.kind == ForwardKind::kWindow ? r.window_end - r.window_begin
+                                                       : static_cast<int64_t>(r.canvas.size());
+    return per * r.n_canvases();
   }
 };
 

@@ -674,24 +674,6 @@ GenerateResult Sequence::result() const {
   return state_->result();
 }
 
-void run_request(LogitsSource& model, const ForwardRequest& r) {
-  if (!r.uncond.empty()) {
-    const std::array<std::span<const int32_t>, 2> canvases{r.canvas, r.uncond};
-    model.logits_batch(canvases, r.rows, r.out);
-    return;
-  }
-  switch (r.kind) {
-    case ForwardKind::kFull:
-      model.logits(r.canvas, r.rows, r.out);
-      return;
-    case ForwardKind::kRefresh:
-    case ForwardKind::kWindow:
-      model.logits_cached(r.canvas, r.rows, r.window_begin, r.window_end, r.kind == ForwardKind::kRefresh,
-                          r.out);
-      return;
-  }
-}
-
 GenerateResult generate(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& params,
                         const SamplerCallbacks& callbacks) {
   Sequence seq(prompt, params, model.n_vocab(), callbacks);

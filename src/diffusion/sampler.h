@@ -173,30 +173,6 @@ std::vector<std::string> check_params(const SamplerParams& params, int64_t promp
 /// threshold decoding (max_tokens: at least one commit per step). params must pass check_params.
 int64_t planned_steps(const SamplerParams& params);
 
-/// Which LogitsSource call a step's forward pass is.
-enum class ForwardKind {
-  kFull,     ///< logits(): the whole canvas, nothing stored (also CFG's pair: logits_batch())
-  kRefresh,  ///< logits_cached(refresh = true): the full forward, storing every position's K/V
-  kWindow,   ///< logits_cached(refresh = false): the window against the K/V of the last refresh
-};
-
-/// The forward pass one step of a Sequence needs. Spans and `out` point into the Sequence and stay
-/// valid until its accept().
-struct ForwardRequest {
-  ForwardKind kind = ForwardKind::kFull;
-  std::span<const int32_t> canvas;  ///< prompt + max_tokens positions
-  /// CFG (cfg_scale > 0): the canvas with every prompt position set to mask_id; the two run as one
-  /// batch (logits_batch) and out receives 2 x rows.size() x n_vocab, the canvas's rows first.
-  /// Empty otherwise.
-  std::span<const int32_t> uncond;
-  /// Model rows whose logits are wanted, distinct and increasing; within the window for kWindow.
-  std::span<const int32_t> rows;
-  int64_t window_begin = 0, window_end = 0;  ///< kRefresh / kWindow: the block's window
-  /// Where the logits go: n_canvases() x rows.size() x n_vocab floats, row-major, vocab contiguous.
-  float* out = nullptr;
-  int64_t n_canvases() const { return uncond.empty() ? 1 : 2; }
-};
-
 /// One generation as a resumable object: it says which forward pass its next step needs (next()),
 /// the caller runs it and writes the logits to next().out, and accept() does the step's sampling
 /// and commit (calling on_step) and moves on to the next step that needs a forward pass (steps that
@@ -235,9 +211,6 @@ class Sequence {
  private:
   std::unique_ptr<State> state_;
 };
-
-/// Runs one request on `model`: logits(), logits_cached() or, for a CFG pair, logits_batch().
-void run_request(LogitsSource& model, const ForwardRequest& request);
 
 /// Runs the denoising loop: canvas = prompt + max_tokens masks, then steps until every position is
 /// committed or (early_stop) the answer is final. Deterministic for a given seed, whatever

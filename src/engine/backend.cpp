@@ -1,6 +1,7 @@
 // See backend.h.
 #include "engine/backend.h"
 
+#include <deque>
 #include <span>
 
 #include "base/error.h"
@@ -14,16 +15,22 @@ namespace dllm::engine {
 namespace {
 
 /// cpu::CpuForward behind LogitsSource: full passes, Fast-dLLM's cached window steps
-/// (CpuForward::forward_window with this backend's KvCache: one canvas per backend) and batches of up
-/// to ForwardOptions::max_batch canvases (CpuForward::forward_batch; CFG sets 2).
+/// (CpuForward::forward_window with cache slot 0), batches of up to ForwardOptions::max_batch
+/// canvases (CpuForward::forward_batch; CFG sets 2), and packed passes of the engine's requests
+/// (CpuForward::forward_packed, up to max_batch x max_tokens activation rows), one KvCache per
+/// cache slot (each sized on its first refresh and kept for the slot's next sequence).
 class CpuBackend : public Backend {
  public:
-  static diffusion::SourceSupport support_for(const cpu::ForwardOptions& fo) { return {true, fo.max_batch}; }
+  static diffusion::SourceSupport support_for(const cpu::ForwardOptions& fo) {
+    return {true, fo.max_batch, fo.max_batch * fo.max_tokens};
+  }
 
   CpuBackend(const model::Model& model, const cpu::ForwardOptions& fo) : forward_(model, fo) {}
 
   int64_t n_vocab() const override { return forward_.n_vocab(); }
-  diffusion::SourceSupport support() const override { return {true, forward_.max_batch()}; }
+  diffusion::SourceSupport support() const override {
+    return {true, forward_.max_batch(), forward_.max_batch() * forward_.max_tokens()};
+  }
 
   /// Throws what CpuForward throws (dllm::Error for a canvas longer than the buffers were sized for).
   void logits(std::span<const int32_t> canvas, std::span<const int32_t> rows, float* out) override {
@@ -32,7 +39,34 @@ class CpuBackend : public Backend {
 
   void logits_cached(std::span<const int32_t> canvas, std::span<const int32_t> rows, int64_t window_begin,
                      int64_t window_end, bool refresh, float* out) override {
-    forward_.forward_window(canvas, window_begin, window_end, rows, out, cache_, refresh);
+    forward_.forward_window(canvas, window_begin, window_end, rows, out, cache(0), refresh);
+  }
+
+  /// Throws what CpuForward::forward_packed throws (rows beyond max_batch x max_tokens).
+  void logits_packed(std::span<const diffusion::PackedRequest> batch) override {
+    packed_.clear();
+    if (pairs_.size() < batch.size()) pairs_.resize(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const diffusion::ForwardRequest& r = *batch[i].request;
+      cpu::PackedSeq s;
+      s.tokens = r.canvas;
+      if (!r.uncond.empty()) {  // a CFG pair: the canvas and its prompt-masked copy, back to back
+        pairs_[i].assign(r.canvas.begin(), r.canvas.end());
+        pairs_[i].insert(pairs_[i].end(), r.uncond.begin(), r.uncond.end());
+        s.tokens = pairs_[i];
+        s.n_seq = 2;
+      }
+      s.rows = r.rows;
+      s.logits = r.out;
+      if (r.kind != diffusion::ForwardKind::kFull) {
+        s.cache = &cache(batch[i].cache_slot);
+        s.refresh = r.kind == diffusion::ForwardKind::kRefresh;
+        s.window_begin = r.window_begin;
+        s.window_end = r.window_end;
+      }
+      packed_.push_back(s);
+    }
+    forward_.forward_packed(packed_);
   }
 
   void logits_batch(std::span<const std::span<const int32_t>> canvases, std::span<const int32_t> rows,
@@ -54,9 +88,17 @@ class CpuBackend : public Backend {
   }
 
  private:
+  cpu::KvCache& cache(int64_t slot) {
+    if (slot < 0) throw Error("cache slot " + std::to_string(slot) + " is negative");
+    if (static_cast<size_t>(slot) >= caches_.size()) caches_.resize(static_cast<size_t>(slot) + 1);
+    return caches_[static_cast<size_t>(slot)];
+  }
+
   cpu::CpuForward forward_;
-  cpu::KvCache cache_;
-  std::vector<int32_t> batch_;  ///< the canvases of a batch, back to back
+  std::deque<cpu::KvCache> caches_;  ///< per cache slot; a deque keeps each at its address as it grows
+  std::vector<int32_t> batch_;       ///< the canvases of a batch, back to back
+  std::vector<cpu::PackedSeq> packed_;
+  std::vector<std::vector<int32_t>> pairs_;  ///< CFG pairs of a packed pass, back to back
 };
 
 /// cuda::GpuForward behind LogitsSource: full passes only (GpuForward has no window or batch entry
@@ -64,7 +106,8 @@ class CpuBackend : public Backend {
 /// refuses the first and warns about the second.
 class GpuBackend : public Backend {
  public:
-  static constexpr diffusion::SourceSupport kSupport{false, 1};
+  /// No packed pass either: the engine runs its sequences' steps one forward pass each.
+  static constexpr diffusion::SourceSupport kSupport{false, 1, 0};
 
   GpuBackend(const model::Model& model, const cuda::GpuForwardOptions& go)
       : forward_(cuda::make_gpu_forward(model, go)) {}

@@ -24,11 +24,6 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-/// Thrown out of the sampler's on_step to end a job that was cancelled or shut down.
-struct StopJob {
-  JobStatus status;
-};
-
 class JobImpl : public Job {
  public:
   JobImpl(JobSpec s, std::function<void(const StepEvent&)> cb, std::vector<std::string> w)
@@ -171,100 +166,200 @@ struct Engine::Impl {
     }
   }
 
-  void record_step(double ms, int64_t committed) {
-    std::lock_guard lock(m);
-    ++metrics.forward_passes;
-    ++metrics.sequence_steps;
-    metrics.tokens_committed += committed;
-    for (size_t i = 0; i < metrics.step_ms_bounds.size(); ++i)
-      if (ms <= metrics.step_ms_bounds[i]) ++metrics.step_ms_buckets[i];
-    metrics.step_ms_sum += ms;
-    ++metrics.step_ms_count;
-  }
-
   bool should_stop() {
     std::lock_guard lock(m);
     return stopping;
   }
 
-  /// Serial scheduler: one job at a time, each through diffusion::generate.
+  /// A job being stepped: its sequence and the KV cache slot its cached steps use (the scheduler
+  /// thread's alone).
+  struct Active {
+    std::shared_ptr<JobImpl> job;
+    std::unique_ptr<diffusion::Sequence> seq;
+    int64_t slot = 0;
+    Clock::time_point started;
+  };
+  std::vector<Active> active;
+  std::vector<bool> slot_used;
+
+  void end_job(JobImpl& job, JobStatus status, std::string error, diffusion::GenerateResult gen,
+               double queue_ms, double run_ms) {
+    JobResult r;
+    r.status = status;
+    r.error = std::move(error);
+    r.gen = std::move(gen);
+    r.gen.warnings = job.warnings;
+    r.queue_ms = queue_ms;
+    r.run_ms = run_ms;
+    record_end(status, run_ms);
+    job.finish(std::move(r));
+  }
+
+  /// Ends active[i] and frees its slot.
+  void end_active(size_t i, JobStatus status, std::string error) {
+    Active& a = active[i];
+    const auto now = Clock::now();
+    diffusion::GenerateResult gen = a.seq ? a.seq->result() : diffusion::GenerateResult{};
+    end_job(*a.job, status, std::move(error), std::move(gen), ms_between(a.job->submitted, a.started),
+            ms_between(a.started, now));
+    slot_used[static_cast<size_t>(a.slot)] = false;
+    active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+    std::lock_guard lock(m);
+    metrics.active = static_cast<int64_t>(active.size());
+  }
+
+  /// Moves queued jobs into free slots (up to `parallel` active) and builds their sequences.
+  void admit() {
+    std::vector<std::shared_ptr<JobImpl>> taken;
+    {
+      std::lock_guard lock(m);
+      while (!queue.empty() && active.size() + taken.size() < static_cast<size_t>(opt.parallel)) {
+        taken.push_back(queue.front());
+        queue.pop_front();
+      }
+      metrics.queue_depth = static_cast<int64_t>(queue.size());
+      metrics.active = static_cast<int64_t>(active.size() + taken.size());
+    }
+    for (auto& job : taken) {
+      Active a;
+      a.job = job;
+      a.started = Clock::now();
+      const size_t slot =
+          static_cast<size_t>(std::find(slot_used.begin(), slot_used.end(), false) - slot_used.begin());
+      a.slot = static_cast<int64_t>(slot);
+      slot_used[slot] = true;
+      active.push_back(std::move(a));
+      const size_t i = active.size() - 1;
+      if (job->cancelled.load()) {
+        end_active(i, JobStatus::kCancelled, "cancelled");
+        continue;
+      }
+      try {
+        active[i].seq = std::make_unique<diffusion::Sequence>(job->spec.prompt, job->spec.params, n_vocab,
+                                                              callbacks_for(*job));
+      } catch (const std::exception& e) {
+        end_active(i, JobStatus::kFailed, e.what());
+        continue;
+      }
+      if (active[i].seq->done()) end_active(i, JobStatus::kOk, "");
+    }
+  }
+
+  /// The sequence's on_step: the job's counter, the committed tokens, the job's StepEvent.
+  diffusion::SamplerCallbacks callbacks_for(JobImpl& job) {
+    diffusion::SamplerCallbacks cb;
+    const auto n_prompt = static_cast<int64_t>(job.spec.prompt.size());
+    cb.on_step = [this, &job, n_prompt](const diffusion::StepInfo& s) {
+      job.steps.fetch_add(1);
+      step_committed_ += static_cast<int64_t>(s.positions.size());
+      if (!job.on_step) return;
+      StepEvent e;
+      e.step = s.step;
+      e.prompt_len = n_prompt;
+      e.stable_answer_len = s.stable_answer_len;
+      e.answer_final = s.answer_final;
+      e.answer = s.canvas.subspan(static_cast<size_t>(n_prompt), static_cast<size_t>(s.stable_answer_len));
+      if (job.spec.stream_canvas) {
+        e.canvas = s.canvas;
+        e.committed = s.positions;
+      }
+      job.on_step(e);
+    };
+    return cb;
+  }
+  int64_t step_committed_ = 0;  ///< tokens committed in the scheduler step in progress
+
+  /// One scheduler step: the next step of every active sequence, packed into as few forward passes
+  /// as the source's max_packed_rows allows (one request per pass without a packed pass).
+  void step() {
+    const auto t0 = Clock::now();
+    step_committed_ = 0;
+    const int64_t cap = source->support().max_packed_rows;
+    std::vector<diffusion::PackedRequest> reqs;
+    std::vector<size_t> who;  // active index of each request
+    std::vector<bool> failed(active.size(), false);
+    std::vector<std::string> why(active.size());
+    int64_t passes = 0, seq_steps = 0;
+    auto flush = [&] {
+      if (reqs.empty()) return;
+      const auto tf = Clock::now();
+      try {
+        source->logits_packed(reqs);
+      } catch (const std::exception& e) {
+        for (size_t i : who) failed[i] = true, why[i] = e.what();
+      }
+      const double forward_ms = ms_between(tf, Clock::now());
+      ++passes;
+      for (size_t i : who) {
+        if (failed[i]) continue;
+        try {
+          active[i].seq->accept(forward_ms);
+          ++seq_steps;
+        } catch (const std::exception& e) {
+          failed[i] = true;
+          why[i] = e.what();
+        }
+      }
+      reqs.clear();
+      who.clear();
+    };
+    int64_t rows = 0;
+    for (size_t i = 0; i < active.size(); ++i) {
+      const diffusion::ForwardRequest& r = active[i].seq->next();
+      const int64_t n = diffusion::LogitsSource::packed_rows(r);
+      if (!reqs.empty() && (cap <= 0 || rows + n > cap)) {
+        flush();
+        rows = 0;
+      }
+      reqs.push_back({&r, active[i].slot});
+      who.push_back(i);
+      rows += n;
+    }
+    flush();
+    const double ms = ms_between(t0, Clock::now());
+    {
+      std::lock_guard lock(m);
+      metrics.forward_passes += passes;
+      metrics.sequence_steps += seq_steps;
+      metrics.tokens_committed += step_committed_;
+      for (size_t i = 0; i < metrics.step_ms_bounds.size(); ++i)
+        if (ms <= metrics.step_ms_bounds[i]) ++metrics.step_ms_buckets[i];
+      metrics.step_ms_sum += ms;
+      ++metrics.step_ms_count;
+    }
+    for (size_t i = active.size(); i-- > 0;) {
+      if (failed[i])
+        end_active(i, JobStatus::kFailed, why[i]);
+      else if (active[i].seq->done())
+        end_active(i, JobStatus::kOk, "");
+    }
+  }
+
+  /// The scheduler thread: admit, drop cancelled jobs, step, until shutdown.
   void loop() {
+    slot_used.assign(static_cast<size_t>(opt.parallel), false);
     for (;;) {
-      std::shared_ptr<JobImpl> job;
       {
         std::unique_lock lock(m);
-        cv.wait(lock, [&] { return stopping || !queue.empty(); });
+        cv.wait(lock, [&] { return stopping || !queue.empty() || !active.empty(); });
         if (stopping) break;
-        job = queue.front();
-        queue.pop_front();
-        metrics.queue_depth = static_cast<int64_t>(queue.size());
-        metrics.active = 1;
       }
-      run_one(*job);
-      std::lock_guard lock(m);
-      metrics.active = 0;
+      admit();
+      for (size_t i = active.size(); i-- > 0;)
+        if (active[i].job->cancelled.load()) end_active(i, JobStatus::kCancelled, "cancelled");
+      if (!active.empty()) step();
     }
+    while (!active.empty())
+      end_active(active.size() - 1, JobStatus::kShutdown, "the engine is shutting down");
     std::deque<std::shared_ptr<JobImpl>> left;
     {
       std::lock_guard lock(m);
       left.swap(queue);
       metrics.queue_depth = 0;
     }
-    for (auto& job : left) {
-      JobResult r;
-      r.status = JobStatus::kShutdown;
-      r.error = "the engine is shutting down";
-      r.queue_ms = ms_between(job->submitted, Clock::now());
-      record_end(r.status, 0);
-      job->finish(std::move(r));
-    }
-  }
-
-  void run_one(JobImpl& job) {
-    const auto t0 = Clock::now();
-    JobResult r;
-    r.queue_ms = ms_between(job.submitted, t0);
-    if (job.cancelled.load()) {
-      r.status = JobStatus::kCancelled;
-      r.error = "cancelled";
-      record_end(r.status, 0);
-      job.finish(std::move(r));
-      return;
-    }
-    const auto n_prompt = static_cast<int64_t>(job.spec.prompt.size());
-    diffusion::SamplerCallbacks cb;
-    cb.on_step = [&](const diffusion::StepInfo& s) {
-      job.steps.fetch_add(1);
-      record_step(s.forward_ms + s.sample_ms, static_cast<int64_t>(s.positions.size()));
-      if (job.on_step) {
-        StepEvent e;
-        e.step = s.step;
-        e.prompt_len = n_prompt;
-        e.stable_answer_len = s.stable_answer_len;
-        e.answer_final = s.answer_final;
-        e.answer = s.canvas.subspan(static_cast<size_t>(n_prompt), static_cast<size_t>(s.stable_answer_len));
-        if (job.spec.stream_canvas) {
-          e.canvas = s.canvas;
-          e.committed = s.positions;
-        }
-        job.on_step(e);
-      }
-      if (job.cancelled.load()) throw StopJob{JobStatus::kCancelled};
-      if (should_stop()) throw StopJob{JobStatus::kShutdown};
-    };
-    try {
-      r.gen = diffusion::generate(*source, job.spec.prompt, job.spec.params, cb);
-      r.status = JobStatus::kOk;
-    } catch (const StopJob& s) {
-      r.status = s.status;
-      r.error = s.status == JobStatus::kCancelled ? "cancelled" : "the engine is shutting down";
-    } catch (const std::exception& e) {
-      r.status = JobStatus::kFailed;
-      r.error = e.what();
-    }
-    r.run_ms = ms_between(t0, Clock::now());
-    record_end(r.status, r.run_ms);
-    job.finish(std::move(r));
+    for (auto& job : left)
+      end_job(*job, JobStatus::kShutdown, "the engine is shutting down", {},
+              ms_between(job->submitted, Clock::now()), 0);
   }
 
   void shutdown() {
@@ -296,7 +391,7 @@ std::unique_ptr<diffusion::LogitsSource> make_source(const model::Model& model, 
   bo.threads = o.threads;
   bo.isa = o.isa;
   bo.max_tokens = o.max_canvas;
-  bo.max_batch = 2;  // a CFG pair
+  bo.max_batch = std::max(2, o.parallel);  // rows for every active canvas; 2: a CFG pair
   std::unique_ptr<Backend> b = make_backend(model, bo);
   b->warnings.clear();  // about a CFG batch the device runs canvas by canvas: check() repeats it per job
   return b;

@@ -1,6 +1,9 @@
 // The batching engine: one model on one device, one scheduler thread, and many generation jobs.
 // Up to EngineOptions::parallel jobs are active at once; each step of the scheduler runs the next
-// denoising step of every active job; the others wait in a bounded queue. `dllm serve` (src/server)
+// denoising step of every active job, packed into one forward pass where the backend has one
+// (LogitsSource::logits_packed: the CPU; the GPU runs one pass per job); the others wait in a
+// bounded queue. Jobs of any settings batch together (schedules, caches, thresholds, lengths; a CFG
+// pair takes two canvases' rows). `dllm serve` (src/server)
 // submits one job per HTTP request; the results of a job do not depend on what else runs with it.
 //
 // Threads: submit(), metrics(), shutdown() and every Job method may be called from any thread. The
@@ -100,7 +103,9 @@ struct EngineOptions {
   std::string gpu_gemm = "int8";  ///< int8 | cublas
   int threads = 0;                ///< CPU forward threads; 0 = physical cores
   std::string isa;                ///< CPU kernel path; "" = choose_isa's default
-  /// Longest canvas (prompt + max_tokens) a job may have; buffers are sized for it. Required (> 0).
+  /// Longest canvas (prompt + max_tokens) a job may have. Required (> 0). The CPU backend's
+  /// activation buffers hold max(2, parallel) x max_canvas rows (every active canvas in one pass;
+  /// 2: a CFG pair), and each active job's KV cache (dual / prefix) n_layer x max_canvas K and V rows.
   int64_t max_canvas = 0;
 };
 

@@ -1,7 +1,8 @@
 // The engine's contract: a job's tokens are those diffusion::generate gives for the same prompt and
-// settings on a backend of its own (the independent computation: nothing else in that run); the
-// queue bound (QueueFull with a Retry-After hint), cancellation (the step counter stops advancing),
-// shutdown with jobs in flight (each ends with kShutdown, nothing hangs), and the counters.
+// settings on a backend of its own (the independent computation: nothing else in that run;
+// batching_test.cpp covers mixed settings and caches); the queue bound (QueueFull with a Retry-After hint),
+// cancellation (the step counter stops advancing), shutdown with jobs in flight (each ends with kShutdown,
+// nothing hangs), and the counters.
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
@@ -99,7 +100,7 @@ TEST(Engine, TokensAreThoseOfGenerateAlone) {
   Engine eng(m.model(), o);
   std::vector<JobSpec> specs;
   for (uint64_t seed : {1u, 2u, 3u}) {
-    JobSpec s{m.prompt("Once upon a time"), m.params(32, 16), false};
+    JobSpec s{m.prompt("Once upon a time"), m.params(32, 8), false};
     s.params.temperature = 0.7;
     s.params.seed = seed;
     specs.push_back(s);
@@ -118,7 +119,11 @@ TEST(Engine, TokensAreThoseOfGenerateAlone) {
   EXPECT_EQ(mt.requests_submitted, 3);
   EXPECT_EQ(mt.requests_ok, 3);
   EXPECT_EQ(mt.tokens_committed, 3 * 32);
-  EXPECT_EQ(mt.step_ms_count, mt.sequence_steps);
+  EXPECT_EQ(mt.sequence_steps, jobs[0]->steps_run() + jobs[1]->steps_run() + jobs[2]->steps_run());
+  // One forward pass per scheduler step here (every request fits one pass), each running the step
+  // of every active job.
+  EXPECT_EQ(mt.forward_passes, mt.step_ms_count);
+  EXPECT_LE(mt.forward_passes, mt.sequence_steps);
   EXPECT_EQ(mt.step_ms_buckets.back(), mt.step_ms_count);
 }
 
