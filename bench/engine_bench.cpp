@@ -1,11 +1,13 @@
-// Engine throughput: committed tokens/s of C concurrent jobs stepped together by one engine
-// (engine::Engine, parallel = C) against the same jobs run one after another through
-// diffusion::generate on one backend (what C `dllm run` calls in a row compute, without their
-// process starts and model loads), for C = 1, 2, 4, 8, with the exact canvas and with the dual cache.
+// Engine throughput: committed tokens/s of C concurrent jobs stepped together by one engine against
+// the same jobs run one after another through the same engine (each submitted when the previous one
+// ended: what C `dllm run` calls in a row compute, without their process starts and model loads),
+// for C = 1, 2, 4, 8, with the exact canvas and with the dual cache. One engine (parallel = the
+// largest C) serves both arms, so they share the backend and its prepared weights.
 // The two arms alternate inside every repetition (batched then sequential for each C and cache), so
 // a change in the machine's load touches both; the file quotes medians over the repetitions.
 //
-//   engine_bench [--model GGUF] [--threads N] [--reps R] [--steps S] [--out FILE]
+//   engine_bench [--model GGUF] [--threads N] [--reps R] [--steps S] [--concurrency 1,2,4,8]
+//                [--caches none,dual] [--out FILE]
 //
 // Defaults: the tiny LLaDA reference model (../shared/reference/tiny-llada-q4km.gguf), 2 threads,
 // 3 repetitions, max_tokens 64, block 32, 16 steps, temperature 0, no early stop (every job commits
@@ -29,7 +31,6 @@
 #include "base/error.h"
 #include "bench_util.h"
 #include "diffusion/sampler.h"
-#include "engine/backend.h"
 #include "engine/engine.h"
 #include "engine/sampler_options.h"
 #include "gguf/gguf.h"
@@ -90,6 +91,17 @@ int main(int argc, char** argv) {
   std::string out;
   int threads = 2, reps = 3;
   int64_t steps = 16;
+  std::vector<int> concurrency{1, 2, 4, 8};
+  std::vector<std::string> caches{"none", "dual"};
+  auto split = [](const std::string& v) {
+    std::vector<std::string> out;
+    for (size_t b = 0, e; b <= v.size(); b = e + 1) {
+      e = v.find(',', b);
+      if (e == std::string::npos) e = v.size();
+      if (e > b) out.push_back(v.substr(b, e - b));
+    }
+    return out;
+  };
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model")
@@ -102,7 +114,12 @@ int main(int argc, char** argv) {
       steps = std::stoll(v);
     else if (a == "--out")
       out = v;
-    else {
+    else if (a == "--caches")
+      caches = split(v);
+    else if (a == "--concurrency") {
+      concurrency.clear();
+      for (const std::string& c : split(v)) concurrency.push_back(std::stoi(c));
+    } else {
       std::fprintf(stderr, "engine_bench: unknown flag %s\n", a.c_str());
       return 2;
     }
@@ -124,8 +141,6 @@ int main(int argc, char** argv) {
     for (const auto& p : prompts) longest = std::max<int64_t>(longest, static_cast<int64_t>(p.size()));
     const int64_t max_tokens = 64;
 
-    const std::vector<int> concurrency{1, 2, 4, 8};
-    const std::vector<std::string> caches{"none", "dual"};
     auto spec_of = [&](size_t i, const std::string& cache) {
       engine::SamplerOptions so;
       so.max_tokens = max_tokens;
@@ -141,19 +156,12 @@ int main(int argc, char** argv) {
       return s;
     };
 
-    // One engine per concurrency and one backend for the sequential arm, prepared before any timing.
-    std::map<int, std::unique_ptr<engine::Engine>> engines;
-    for (int c : concurrency) {
-      engine::EngineOptions o;
-      o.parallel = c;
-      o.threads = threads;
-      o.max_canvas = longest + max_tokens;
-      engines[c] = std::make_unique<engine::Engine>(model, o);
-    }
-    engine::BackendOptions bo;
-    bo.threads = threads;
-    bo.max_tokens = longest + max_tokens;
-    const std::unique_ptr<engine::Backend> alone = engine::make_backend(model, bo);
+    // One engine for both arms, prepared before any timing.
+    engine::EngineOptions o;
+    o.parallel = *std::max_element(concurrency.begin(), concurrency.end());
+    o.threads = threads;
+    o.max_canvas = longest + max_tokens;
+    engine::Engine eng(model, o);
 
     struct Arm {
       std::vector<double> batched_tok_s, sequential_tok_s, ratio, passes_per_step;
@@ -162,7 +170,6 @@ int main(int argc, char** argv) {
     for (int rep = 0; rep < reps; ++rep) {
       for (const std::string& cache : caches) {
         for (int c : concurrency) {
-          engine::Engine& eng = *engines[c];
           const engine::EngineMetrics m0 = eng.metrics();
           auto t0 = Clock::now();
           std::vector<std::shared_ptr<engine::Job>> jobs;
@@ -176,13 +183,12 @@ int main(int argc, char** argv) {
           const engine::EngineMetrics m1 = eng.metrics();
           tokens = m1.tokens_committed - m0.tokens_committed;
           t0 = Clock::now();
-          int64_t seq_tokens = 0;
           for (int i = 0; i < c; ++i) {
-            const engine::JobSpec s = spec_of(static_cast<size_t>(i), cache);
-            seq_tokens += static_cast<int64_t>(diffusion::generate(*alone, s.prompt, s.params).canvas.size() -
-                                               s.prompt.size());
+            const engine::JobResult r = eng.submit(spec_of(static_cast<size_t>(i), cache))->wait();
+            if (r.status != engine::JobStatus::kOk) throw Error("job failed: " + r.error);
           }
           const double ts = seconds_since(t0);
+          const int64_t seq_tokens = eng.metrics().tokens_committed - m1.tokens_committed;
           Arm& a = arms[{cache, c}];
           a.batched_tok_s.push_back(static_cast<double>(tokens) / tb);
           a.sequential_tok_s.push_back(static_cast<double>(seq_tokens) / ts);
@@ -207,6 +213,9 @@ int main(int argc, char** argv) {
                          {"sequential_tok_s", a.sequential_tok_s}});
     }
     const std::string stem = std::filesystem::path(model_path).stem().string();
+    std::string cs, ks;
+    for (int c : concurrency) cs += (cs.empty() ? "" : ",") + std::to_string(c);
+    for (const std::string& k : caches) ks += (ks.empty() ? "" : ",") + k;
     nlohmann::json doc = {
         {"bench", "engine"},
         {"date", utc_now("%Y-%m-%dT%H:%M:%SZ")},
@@ -216,7 +225,8 @@ int main(int argc, char** argv) {
         {"threads", threads},
         {"isa", isa_name(choose_isa(""))},
         {"command", "build/bin/engine_bench --model " + model_path + " --threads " + std::to_string(threads) +
-                        " --reps " + std::to_string(reps) + " --steps " + std::to_string(steps)},
+                        " --reps " + std::to_string(reps) + " --steps " + std::to_string(steps) +
+                        " --concurrency " + cs + " --caches " + ks},
         {"settings",
          {{"max_tokens", max_tokens},
           {"block_length", 32},
@@ -224,8 +234,9 @@ int main(int argc, char** argv) {
           {"temperature", 0},
           {"early_stop", false}}},
         {"what",
-         "committed tokens/s of C jobs stepped together by one engine (parallel C) vs the same C jobs one "
-         "after another through diffusion::generate on one backend; medians over reps, arms interleaved"},
+         "committed tokens/s of C jobs submitted together to one engine vs the same C jobs submitted one "
+         "after another (each when the previous ended) to the same engine; medians over reps, arms "
+         "interleaved"},
         {"results", results}};
     if (out.empty())
       out = (root / "bench" / "results" /
