@@ -3,8 +3,10 @@
 //   bos_token + per message '<|start_header_id|>' + role + '<|end_header_id|>\n\n' + content|trim +
 //   '<|eot_id|>', then always '<|start_header_id|>assistant<|end_header_id|>\n\n'.
 // Dream-v0-Instruct-7B (Qwen2.5) chat_template without tools:
-//   '<|im_start|>system\n' + (system or the default) + '<|im_end|>\n', per message
-//   '<|im_start|>' + role + '\n' + content + '<|im_end|>\n', generation prompt '<|im_start|>assistant\n'.
+//   '<|im_start|>system\n' + (messages[0].content if it is a system turn, else the default) +
+//   '<|im_end|>\n', then per message that is a user turn, an assistant turn or a system turn other
+//   than the first '<|im_start|>' + role + '\n' + content + '<|im_end|>\n', generation prompt
+//   '<|im_start|>assistant\n'.
 // LLaDA-MoE-7B-A1B-Instruct (the Ling 2.0 role format, as llama.cpp src/llama-chat.cpp renders
 // LLM_CHAT_TEMPLATE_BAILING2, the template it recognises by "<role>ASSISTANT</role>", "<role>HUMAN</role>"
 // and "<|role_end|>"; inclusionAI/dInfer benchmarks/benchmark.py feeds LLaDA-MoE-7B-A1B-Instruct the same
@@ -65,16 +67,31 @@ std::string jinja_trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
+// The turns to render: o.messages, or [system if given] + [user prompt].
+std::vector<ChatMessage> conversation(const ChatOptions& o) {
+  if (!o.messages.empty()) return o.messages;
+  std::vector<ChatMessage> turns;
+  if (o.system) turns.push_back({"system", *o.system});
+  turns.push_back({"user", o.prompt});
+  return turns;
+}
+
 std::vector<Segment> render_segments(const Tokenizer& tok, const ChatOptions& o) {
   std::vector<Segment> seg;
   if (o.no_chat) {
     seg.push_back({Segment::kUserText, o.prompt});
     return seg;
   }
+  const std::vector<ChatMessage> turns = conversation(o);
   const ChatTemplateKind kind = detect_chat_template(tok.chat_template());
   switch (kind) {
     case ChatTemplateKind::kNone:
-      seg.push_back({Segment::kUserText, o.prompt});
+      // No template: the prompt as is, or a conversation's contents one after another.
+      if (o.messages.empty()) {
+        seg.push_back({Segment::kUserText, o.prompt});
+      } else {
+        for (const ChatMessage& m : turns) seg.push_back({Segment::kUserText, m.content});
+      }
       break;
     case ChatTemplateKind::kLlada: {
       // The template writes bos_token first. When the tokenizer adds BOS itself (add_bos_token true),
@@ -90,8 +107,7 @@ std::vector<Segment> render_segments(const Tokenizer& tok, const ChatOptions& o)
         seg.push_back({Segment::kUserText, jinja_trim(content)});
         seg.push_back({Segment::kMarker, "<|eot_id|>"});
       };
-      if (o.system) message("system", *o.system);
-      message("user", o.prompt);
+      for (const ChatMessage& m : turns) message(m.role, m.content);
       seg.push_back({Segment::kMarker, "<|start_header_id|>"});
       seg.push_back({Segment::kTemplateText, "assistant"});
       seg.push_back({Segment::kMarker, "<|end_header_id|>"});
@@ -106,12 +122,14 @@ std::vector<Segment> render_segments(const Tokenizer& tok, const ChatOptions& o)
         seg.push_back({Segment::kMarker, "<|im_end|>"});
         seg.push_back({Segment::kTemplateText, "\n"});
       };
-      if (o.system) {
-        message("system", *o.system, true);
+      const bool leading_system = !turns.empty() && turns[0].role == "system";
+      if (leading_system) {
+        message("system", turns[0].content, true);
       } else if (auto def = chatml_default_system(tok.chat_template())) {
         message("system", *def, false);
       }
-      message("user", o.prompt, true);
+      for (size_t i = leading_system ? 1 : 0; i < turns.size(); ++i)
+        message(turns[i].role, turns[i].content, true);
       seg.push_back({Segment::kMarker, "<|im_start|>"});
       seg.push_back({Segment::kTemplateText, "assistant\n"});
       break;
@@ -124,12 +142,16 @@ std::vector<Segment> render_segments(const Tokenizer& tok, const ChatOptions& o)
         seg.push_back({user_text ? Segment::kUserText : Segment::kTemplateText, content});
         seg.push_back({Segment::kMarker, "<|role_end|>"});
       };
-      if (o.system) {
-        message("SYSTEM", *o.system, true);
-      } else {
-        message("SYSTEM", "detailed thinking off", false);
-      }
-      message("HUMAN", o.prompt, true);
+      // user is HUMAN, every other role upper-cased (system -> SYSTEM, assistant -> ASSISTANT).
+      const auto role_name = [](const std::string& role) {
+        if (role == "user") return std::string("HUMAN");
+        std::string up = role;
+        for (char& c : up) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+        return up;
+      };
+      const bool leading_system = !turns.empty() && turns[0].role == "system";
+      if (!leading_system) message("SYSTEM", "detailed thinking off", false);
+      for (const ChatMessage& m : turns) message(role_name(m.role), m.content, true);
       seg.push_back({Segment::kMarker, "<role>"});
       seg.push_back({Segment::kTemplateText, "ASSISTANT"});
       seg.push_back({Segment::kMarker, "</role>"});
@@ -201,6 +223,9 @@ std::string render_chat(const Tokenizer& tok, const ChatOptions& opts) {
 std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const ChatOptions& opts) {
   check_utf8(opts.prompt, "prompt");
   if (opts.system) check_utf8(*opts.system, "system prompt");
+  for (size_t i = 0; i < opts.messages.size(); ++i) {
+    check_utf8(opts.messages[i].content, "messages[" + std::to_string(i) + "].content");
+  }
   const std::vector<Segment> segs = render_segments(tok, opts);
   // The user's text was checked above, so invalid UTF-8 found while encoding comes from the model
   // file (the template's default system prompt, the BOS token's text): an error of the file (exit 1),

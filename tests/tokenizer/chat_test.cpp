@@ -148,6 +148,72 @@ TEST(Chat, SystemPromptAndTrim) {
       "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n  Hi\n<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// A conversation, rendered as the GGUFs' own templates say (their text is quoted in chat.cpp): LLaDA
+// one header block per turn with the content trimmed; Qwen2.5/Dream the leading system turn as the
+// system block, then every other turn untrimmed; both end with the assistant header.
+TEST(Chat, ConversationWithSystemTurn) {
+  ChatOptions o;
+  o.messages = {{"system", "Be brief."}, {"user", " Hi "}, {"assistant", "Hello! "}, {"user", "2+2?"}};
+  EXPECT_EQ(tokenizer::render_chat(llada_tok(), o),
+            "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\n2+2?<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(tokenizer::render_chat(dream_tok(), o),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi <|im_end|>\n"
+            "<|im_start|>assistant\nHello! <|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  // The ids are the rendered text tokenized with special tokens, after LLaDA's one BOS.
+  std::vector<int32_t> want = {llada_tok().bos_id()};
+  for (int32_t id : llada_tok().encode(tokenizer::render_chat(llada_tok(), o), true)) want.push_back(id);
+  EXPECT_EQ(tokenizer::prompt_tokens(llada_tok(), o), want);
+  EXPECT_EQ(tokenizer::prompt_tokens(dream_tok(), o),
+            dream_tok().encode(tokenizer::render_chat(dream_tok(), o), true));
+}
+
+TEST(Chat, ConversationWithoutLeadingSystem) {
+  ChatOptions o;
+  o.messages = {{"user", "a"}, {"assistant", "b"}, {"system", "late"}, {"user", "c"}};
+  EXPECT_EQ(tokenizer::render_chat(llada_tok(), o),
+            "<|start_header_id|>user<|end_header_id|>\n\na<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nb<|eot_id|>"
+            "<|start_header_id|>system<|end_header_id|>\n\nlate<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nc<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  // Qwen2.5: the default system block first; a system turn that is not the first is a plain turn.
+  EXPECT_EQ(tokenizer::render_chat(dream_tok(), o),
+            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\na<|im_end|>\n"
+            "<|im_start|>assistant\nb<|im_end|>\n<|im_start|>system\nlate<|im_end|>\n"
+            "<|im_start|>user\nc<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// One user turn (and a system turn) is exactly what run's --prompt (and --system) gives.
+TEST(Chat, ConversationOfOneTurnEqualsPrompt) {
+  for (const Tokenizer* t : {&llada_tok(), &dream_tok()}) {
+    ChatOptions flags;
+    flags.prompt = "What is 2+2?";
+    ChatOptions conv;
+    conv.messages = {{"user", "What is 2+2?"}};
+    EXPECT_EQ(tokenizer::prompt_tokens(*t, conv), tokenizer::prompt_tokens(*t, flags));
+    flags.system = "Be brief.";
+    conv.messages.insert(conv.messages.begin(), {"system", "Be brief."});
+    EXPECT_EQ(tokenizer::prompt_tokens(*t, conv), tokenizer::prompt_tokens(*t, flags));
+  }
+}
+
+TEST(Chat, InvalidUtf8MessageNamesTheMessage) {
+  ChatOptions o;
+  o.messages = {{"user", "fine"}, {"assistant", "bad\xFF"}};
+  try {
+    tokenizer::prompt_tokens(dream_tok(), o);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("messages[1].content is not valid UTF-8"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Chat, EmptyPromptStillTemplated) {
   DLLM_REQUIRE_REFERENCE();
   ChatOptions o;
