@@ -22,6 +22,7 @@ Command add_logits_command(CLI::App& root);    // cmd_logits.cpp
 Command add_pull_command(CLI::App& root);      // cmd_pull.cpp
 Command add_doctor_command(CLI::App& root);    // cmd_doctor.cpp
 Command add_setup_command(CLI::App& root);     // cmd_setup.cpp
+Command add_serve_command(CLI::App& root);     // cmd_serve.cpp
 
 /// doctor's report on stdout, about `model` (a --model spec; "" = the default model). Returns the exit code.
 int print_doctor_report(const std::string& model);  // cmd_doctor.cpp

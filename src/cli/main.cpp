@@ -25,8 +25,8 @@
 namespace dllm::cli {
 
 const std::vector<std::string>& command_names() {
-  static const std::vector<std::string> names = {"run",  "tokenize", "inspect", "logits",
-                                                 "pull", "help",     "doctor",  "setup"};
+  static const std::vector<std::string> names = {"run",  "serve", "tokenize", "inspect", "logits",
+                                                 "pull", "help",  "doctor",   "setup"};
   return names;
 }
 
@@ -81,7 +81,7 @@ int run_cli(int argc, char** argv) {
       "Print the version, the commit, the CPU kernel path and whether CUDA is built, then exit");
   std::vector<Command> commands = {
       add_run_command(app),  add_tokenize_command(app), add_inspect_command(app), add_logits_command(app),
-      add_pull_command(app), add_doctor_command(app),   add_setup_command(app)};
+      add_pull_command(app), add_doctor_command(app),   add_setup_command(app),   add_serve_command(app)};
   CLI::App* help =
       app.add_subcommand("help", "Print the usage of every command, or of one: dllm help COMMAND");
   std::string help_topic;
@@ -163,10 +163,10 @@ void print_error(const std::string& message) {
 
 }  // namespace
 
-/// Makes idle OpenMP workers sleep instead of spinning, unless the user chose: for `run` and
-/// `logits`, when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, sets OMP_WAIT_POLICY=passive and
-/// re-executes this binary (/proc/self/exe) with the same argv. libgomp reads those variables once, in its
-/// constructor before main(), so setting them here alone would be too late. The variable itself guards
+/// Makes idle OpenMP workers sleep instead of spinning, unless the user chose: for `run`,
+/// `logits` and `serve`, when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, sets OMP_WAIT_POLICY=passive
+/// and re-executes this binary (/proc/self/exe) with the same argv. libgomp reads those variables once, in
+/// its constructor before main(), so setting them here alone would be too late. The variable itself guards
 /// against a loop (the new process sees it set). Why: with libgomp's default (spin about 300,000 rounds
 /// before sleeping), workers that spin between the forward pass's parallel regions steal the cores other
 /// threads need when the machine is busy (the tiny models' steps became many times slower and erratic);
@@ -174,7 +174,10 @@ void print_error(const std::string& message) {
 void prefer_passive_openmp_wait(int argc, char** argv) {
   // Only the commands that run a forward pass use OpenMP; the others need not pay for a second
   // process start (tens of ms on a busy machine).
-  if (argc < 2 || (std::strcmp(argv[1], "run") != 0 && std::strcmp(argv[1], "logits") != 0)) return;
+  if (argc < 2 || (std::strcmp(argv[1], "run") != 0 && std::strcmp(argv[1], "logits") != 0 &&
+                   std::strcmp(argv[1], "serve") != 0)) {
+    return;
+  }
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
   if (::setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
   ::execv("/proc/self/exe", argv);

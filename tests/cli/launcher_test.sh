@@ -129,6 +129,8 @@ else
   expect 0 "dllm run" -- run --help
   expect 1 "model file not found" -- run --model "$TMP/missing.gguf" "Hi"
   expect 0 "dllm logits" -- help logits
+  expect 0 "dllm serve" -- serve --help
+  expect 0 "dllm serve" -- help serve
   expect 0 "dllm run" -- help run
   expect 0 "dllm: local inference" -- help
   # No terminal, no --yes: setup downloads nothing, exits 3 and prints the command that finishes.

@@ -1,0 +1,76 @@
+// See prepare.h.
+#include "server/prepare.h"
+
+#include "base/error.h"
+#include "tokenizer/chat.h"
+
+namespace dllm::server {
+
+namespace {
+
+engine::SamplerOptions options_for(const GenerationRequest& r, const engine::SamplerOptions& d) {
+  engine::SamplerOptions o = d;
+  if (r.max_tokens) o.max_tokens = *r.max_tokens;
+  if (r.steps) o.steps = r.steps;
+  if (r.block_length) o.block_length = r.block_length;
+  if (r.temperature) o.temperature = *r.temperature;
+  if (r.seed) o.seed = *r.seed;
+  if (r.remasking) o.remasking = r.remasking;
+  if (r.alg) o.alg = r.alg;
+  if (r.alg_temp) o.alg_temp = r.alg_temp;
+  if (r.top_p) o.top_p = r.top_p;
+  if (r.top_k) o.top_k = r.top_k;
+  if (r.threshold) o.threshold = r.threshold;
+  if (r.cfg_scale) o.cfg_scale = *r.cfg_scale;
+  if (r.cache) o.cache = *r.cache;
+  return o;
+}
+
+}  // namespace
+
+std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest& r, const ModelContext& m) {
+  const std::string prompt_param = r.endpoint == Endpoint::kChat ? "messages" : "prompt";
+  PreparedRequest out;
+  try {
+    tokenizer::ChatOptions chat;
+    chat.parse_special = m.parse_special;
+    if (r.endpoint == Endpoint::kChat) {
+      chat.messages = r.messages;
+    } else {
+      chat.prompt = r.prompt;
+      chat.no_chat = true;
+    }
+    try {
+      out.spec.prompt = tokenizer::prompt_tokens(*m.tok, chat);
+    } catch (const UsageError& e) {
+      return invalid_request(e.what(), prompt_param);
+    }
+    out.n_prompt = static_cast<int64_t>(out.spec.prompt.size());
+    const engine::SamplerOptions o = options_for(r, m.defaults);
+    const std::string ctx = std::to_string(m.max_canvas);
+    if (out.n_prompt >= m.max_canvas) {
+      return invalid_request("the prompt is " + std::to_string(out.n_prompt) + " tokens and the context is " +
+                                 ctx + " tokens, which leaves no room for an answer: shorten the prompt",
+                             prompt_param, "context_length_exceeded");
+    }
+    if (out.n_prompt + o.max_tokens > m.max_canvas) {
+      return invalid_request("the canvas is " + std::to_string(out.n_prompt + o.max_tokens) +
+                                 " tokens (prompt " + std::to_string(out.n_prompt) + " + max_tokens " +
+                                 std::to_string(o.max_tokens) + "), longer than the context of " + ctx +
+                                 " tokens: use max_tokens " + std::to_string(m.max_canvas - out.n_prompt) +
+                                 " or less, or shorten the prompt",
+                             "max_tokens", "context_length_exceeded");
+    }
+    out.spec.params = engine::sampler_params(o, *m.config, *m.tok, m.engine->n_vocab(), out.warnings,
+                                             engine::SettingNames::kFields);
+    out.spec.stream_canvas = r.canvas_events;
+    for (const std::string& w : m.engine->check(out.spec)) out.warnings.push_back(w);
+  } catch (const UsageError& e) {
+    return invalid_request(e.what());
+  } catch (const std::exception& e) {
+    return internal_error(e.what());
+  }
+  return out;
+}
+
+}  // namespace dllm::server
