@@ -141,9 +141,18 @@ def sse_events(resp):
 
 
 def port_is_free(port):
+    """Nothing listens on 127.0.0.1:port and a new server could bind it (with SO_REUSEADDR, as
+    every server sets it: the closed connections' TIME_WAIT entries keep the port's number busy
+    otherwise)."""
+    with socket.socket() as c:
+        c.settimeout(2)
+        if c.connect_ex(("127.0.0.1", port)) == 0:
+            return False
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
+            s.listen()
             return True
         except OSError:
             return False
