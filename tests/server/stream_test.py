@@ -77,6 +77,7 @@ class Streaming(unittest.TestCase):
             next(events)
             s.proc.send_signal(signal.SIGTERM)
             rest = list(events)
+            resp.close()  # the response holds the socket too: without this the port waits in FIN_WAIT2
             conn.close()
             self.assertEqual(rest[-1][1], "[DONE]")
             err = json.loads(rest[-2][1])
