@@ -54,6 +54,36 @@ def e2e_rows():
     return rows
 
 
+def serve_rows():
+    """`dllm serve` throughput (bench/serve_bench.py): the newest results file per model, one row per cache mode
+    and client count."""
+    latest = {}
+    for path in sorted(glob.glob(str(ROOT / "bench" / "results" / "serve-*.json"))):
+        r = json.loads(Path(path).read_text())
+        if r["model"] not in latest or r["date"] > latest[r["model"]][1]["date"]:
+            latest[r["model"]] = (Path(path).name, r)
+    rows = []
+    for model in sorted(latest):
+        name, r = latest[model]
+        for m in r["modes"]:
+            for w in m["waves"]:
+                rows.append(f"| {r['model']} | {m['cache']} | {w['clients']} | {w['tok_s']:.1f} | "
+                            f"{m['sequential']['tok_s']:.1f} | {w['speedup_vs_sequential']:.2f}x | {w['p50_s']:.2f} | "
+                            f"{w['p95_s']:.2f} | `{name}` |")
+    return rows
+
+
+def serve_table():
+    rows = serve_rows()
+    if not rows:
+        return ""
+    head = ("\n\n`dllm serve`, chat requests of max_tokens 64, block 32, against the same requests one after "
+            "another through `dllm run` (its generate time only):\n\n"
+            "| model | cache | clients | committed tok/s | sequential tok/s | speedup | p50 s | p95 s | results file |\n"
+            "|---|---|---|---|---|---|---|---|---|")
+    return head + "\n" + "\n".join(rows)
+
+
 def render():
     rows = e2e_rows()
     if not rows:
@@ -66,7 +96,7 @@ def render():
             "llama.cpp's over ours. Speedup, CPU s/step = the same ratio for "
             "CPU seconds (both threads) per extra step between a short and a long run of each tool, the figure "
             "least disturbed by other processes on a shared machine. Details: docs/benchmarks.md.")
-    return head + "\n" + "\n".join(rows) + note
+    return head + "\n" + "\n".join(rows) + note + serve_table()
 
 
 def main():
