@@ -140,16 +140,31 @@ def sse_events(resp):
             data.append(line[5:].strip())
 
 
-def port_is_free(port):
-    """Nothing listens on 127.0.0.1:port and a new server could bind it (with SO_REUSEADDR, as
-    every server sets it: the closed connections' TIME_WAIT entries keep the port's number busy
-    otherwise)."""
+def port_is_free(port, within_s=5.0):
+    """port_free_now, tried for up to `within_s` seconds (the kernel finishes closing a dead process's
+    connections asynchronously). On failure prints the port's sockets (ss) for the log."""
+    end = time.time() + within_s
+    while True:
+        if port_free_now(port):
+            return True
+        if time.time() > end:
+            out = subprocess.run(["ss", "-tanp"], capture_output=True, text=True).stdout
+            print("\n".join(l for l in out.splitlines() if f":{port} " in l), file=sys.stderr)
+            return False
+        time.sleep(0.1)
+
+
+def port_free_now(port):
+    """Nothing listens on 127.0.0.1:port and a new server could bind it with the options cpp-httplib
+    sets (SO_REUSEADDR and SO_REUSEPORT, so the closed connections' TIME_WAIT entries, which carry the
+    same options, do not keep the port busy)."""
     with socket.socket() as c:
         c.settimeout(2)
         if c.connect_ex(("127.0.0.1", port)) == 0:
             return False
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         try:
             s.bind(("127.0.0.1", port))
             s.listen()
