@@ -1,7 +1,7 @@
 // `dllm logits`: one forward pass over given token ids (CPU or GPU, --device); writes the UNSHIFTED f32
 // logits of the requested positions to a file, [rows, n_vocab] row-major, little-endian, no header: the
-// layout of
-// ../shared/reference/logits/*.f32, so the parity tests can compare row by row.
+// layout of the llama.cpp logits files the parity tests compare with (tests/reference_forward.h), row
+// by row.
 #include <cstdio>
 #include <iostream>
 #include <memory>

@@ -2,9 +2,9 @@
 //   run:  embed -> per layer: attention_block, then the FFN block its description names (ffn_block,
 //         or ffn_moe_block: the routed experts of cpu/moe.h) -> lm_head over the requested rows
 // (llama.cpp src/models/llada.cpp, dream.cpp, llada-moe.cpp and rnd1.cpp build the same graph.) Matrices with
-// Q4_K / Q6_K weights read their input rounded to Q8_K, as ggml-cpu does (../shared/reference/README.md,
-// "Numerics"); a ProjectionInput makes that rounding once per activation row, inside the pass that
-// writes the row (add + RMSNorm + quantize, SiLU * up + quantize), and shares it among the matrices
+// Q4_K / Q6_K weights read their input rounded to Q8_K, as ggml-cpu does (the vec_dot_type of those
+// types in ggml-cpu.c); a ProjectionInput makes that rounding once per activation row, inside the pass
+// that writes the row (add + RMSNorm + quantize, SiLU * up + quantize), and shares it among the matrices
 // that read the same input (Q/K/V, gate/up).
 //
 // Shapes: `rows` are the activation rows of a pass (model::RowLayout: the positions computed, of

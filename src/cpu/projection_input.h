@@ -1,7 +1,7 @@
 // The input of a projection (one or more weight matrices that read the same activations): the f32
 // rows a pass writes, and the forms of them the consuming matrices' kernels read (cpu/matmul.h
 // Activations): Q8_K blocks for Q4_K / Q5_K / Q6_K weights (ggml-cpu rounds every such input to
-// Q8_K; see ../shared/reference/README.md, "Numerics"), their sums of 32 for the K-quant min term,
+// Q8_K: ggml-cpu.c's vec_dot_type of those types), their sums of 32 for the K-quant min term,
 // the values + 128 as bytes for the AVX-512 Q6_K kernel, and for Q8_0 weights the Q8_0 rounding
 // (ggml's activation format for them) and its bytes + 128 for the VNNI Q8_0 kernels. It knows from
 // its consumers which of those it must make, makes each once per activation row, and hands every

@@ -1,5 +1,5 @@
-// What the GPU hands the sampler per logits row instead of the row itself (issue 7: "the sampler
-// copies back a few numbers per row, not 126k logits"). Plain C++17, shared by the host API
+// What the GPU hands the sampler per logits row instead of the row itself (the sampler
+// copies back a few numbers per row, not 126k logits). Plain C++17, shared by the host API
 // (device.h) and the kernel (ops.cu).
 #pragma once
 

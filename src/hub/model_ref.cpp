@@ -1,4 +1,4 @@
-// Model spec parsing and the GGUF choice rules of issue 6 (Q4_K_M, then Q8_0, then the first .gguf).
+// Model spec parsing and the GGUF choice rules (Q4_K_M, then Q8_0, then the first .gguf).
 #include "hub/model_ref.h"
 
 #include <algorithm>

@@ -58,7 +58,7 @@ const std::vector<std::string_view> kFimRepTexts = {"<|fim_repo|>", "<|repo_name
                                                     "<reponame>"};
 const std::vector<std::string_view> kFimSepTexts = {"<|file_sep|>"};
 // End-of-generation spellings (llama.cpp's EOG list, which includes "</s>": that is how Dream's ordinary
-// Qwen2 token 128247 becomes CONTROL and EOG, see ../shared/reference/README.md "Surprises" 3).
+// Qwen2 token 128247 becomes CONTROL and EOG, as llama-vocab.cpp's EOG detection does).
 const std::vector<std::string_view> kEogTexts = {
     "<|eot_id|>",        "<|im_end|>", "<|end|>",    "<|return|>", "<|call|>", "<end_of_turn>",
     "<|endoftext|>",     "</s>",       "<|eom_id|>", "<EOT>",      "_<EOT>",   "<|end_of_text|>",

@@ -1,5 +1,5 @@
 // Byte-level BPE tokenizer (tokenizer.ggml.model = "gpt2") built from a GGUF's tokenizer.ggml.* keys,
-// behaving like llama.cpp's llama-vocab (commit 3f545be, the one that made ../shared/reference):
+// behaving like llama.cpp's llama-vocab (commit 3f545be, whose tools made the tests' reference files):
 // the same pre-tokenizer regexes chosen by tokenizer.ggml.pre, the same special-token partition of the
 // prompt text, the same EOT/EOG detection by token text, the same promotion of control-looking tokens
 // to CONTROL. See docs/tokenizer.md for every place where we deliberately follow or differ.
