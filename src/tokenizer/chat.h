@@ -58,9 +58,9 @@ struct ChatOptions {
 /// The prompt text after the template, as llama.cpp renders it: when add_bos() is true the template's
 /// leading BOS text (LLaDA writes bos_token) is not part of it, since prompt_tokens() adds the BOS id.
 /// LLaDA trims the message content (Jinja `| trim`), ChatML does not. Equals
-/// what llama.cpp's chat code renders for the same turns (tests/tokenizer/chat_test.cpp checks it). A conversation
-/// renders every turn in order, then the generation prompt: LLaDA one header block per turn; ChatML
-/// the first turn as the system block when it is a system turn (else the default one), then every
+/// what llama.cpp's chat code renders for the same turns (tests/tokenizer/chat_test.cpp checks it). A
+/// conversation renders every turn in order, then the generation prompt: LLaDA one header block per turn;
+/// ChatML the first turn as the system block when it is a system turn (else the default one), then every
 /// user, assistant and later system turn (Qwen2.5's template without tools).
 std::string render_chat(const Tokenizer& tok, const ChatOptions& opts);
 
