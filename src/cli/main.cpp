@@ -25,8 +25,8 @@
 namespace dllm::cli {
 
 const std::vector<std::string>& command_names() {
-  static const std::vector<std::string> names = {"run",  "serve", "tokenize", "inspect", "logits",
-                                                 "pull", "help",  "doctor",   "setup"};
+  static const std::vector<std::string> names = {"run",  "tokenize", "inspect", "logits", "pull",
+                                                 "help", "doctor",   "setup",   "serve"};
   return names;
 }
 
