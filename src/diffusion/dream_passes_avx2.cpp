@@ -283,8 +283,12 @@ RowEnd finish_avx2(double* e, const uint16_t* bucket, size_t n, int cut, double 
       }
       const __m256i b = _mm256_xor_si256(raw, flip);
       const __m256i drop16 = _mm256_cmpgt_epi16(b, vcut);
+      // The four 64-bit lanes through memory: _mm256_extract_epi64 needs a constant lane (clang
+      // refuses a loop index even where the loop unrolls).
+      alignas(32) int64_t d64[4];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(d64), drop16);
       for (int q = 0; q < 4; ++q) {
-        const __m128i d4 = _mm_cvtsi64_si128(_mm256_extract_epi64(drop16, q));
+        const __m128i d4 = _mm_cvtsi64_si128(d64[q]);
         v[q] = _mm256_andnot_pd(_mm256_castsi256_pd(_mm256_cvtepi16_epi64(d4)), v[q]);
       }
     }
