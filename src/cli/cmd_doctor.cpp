@@ -14,13 +14,13 @@
 #include <optional>
 #include <string>
 
+#include "base/isa.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/default_model.h"
 #include "cli/model_source.h"
 #include "cli/util.h"
 #include "cli/version.h"
-#include "base/isa.h"
 #include "cuda/device.h"
 #include "hub/hub.h"
 #include "hub/model_ref.h"
@@ -156,9 +156,9 @@ int print_doctor_report(const std::string& model) {
   using Source = DefaultChoice::Source;
   const DefaultChoice choice = choose_default_model(opts);
   const bool explicit_model = !model.empty() || choice.source == Source::kEnv;
-  ModelAtHand target = locate(!model.empty() ? model
-                              : explicit_model     ? choice.spec
-                                                   : kDefaultModelSpec,
+  ModelAtHand target = locate(!model.empty()   ? model
+                              : explicit_model ? choice.spec
+                                               : kDefaultModelSpec,
                               opts);
   if (!explicit_model) {
     target.label = kDefaultModelName;

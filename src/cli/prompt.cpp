@@ -92,10 +92,11 @@ void add_prompt_flags(CLI::App& sub, RunOptions& o) {
   CLI::Option* prompt = sub.add_option(
       "-p,--prompt", o.prompt, "The prompt (or give it as the first word); - reads it from standard input");
   CLI::Option* prompt_pos = sub.add_option("PROMPT", o.prompt, "The prompt, when --prompt is not given");
-  CLI::Option* prompt_file = sub.add_option(
-      "--prompt-file", o.prompt_file,
-      "Read the prompt from FILE (- for standard input), for prompts too long for the command line")
-      ->type_name("FILE");
+  CLI::Option* prompt_file =
+      sub.add_option(
+             "--prompt-file", o.prompt_file,
+             "Read the prompt from FILE (- for standard input), for prompts too long for the command line")
+          ->type_name("FILE");
   prompt->excludes(prompt_pos);
   prompt_file->excludes(prompt)->excludes(prompt_pos);
   sub.add_option("--system", o.system, "System message for the chat template");

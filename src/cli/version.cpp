@@ -1,8 +1,8 @@
 // See version.h. build_info.h is generated at build time (cmake/build_info.cmake).
 #include "cli/version.h"
 
-#include "build_info.h"
 #include "base/isa.h"
+#include "build_info.h"
 
 namespace dllm::cli {
 

@@ -398,7 +398,7 @@ struct CpuForward::Impl {
   /// x += MoE(h) with h = RMSNorm(x) * ffn_norm (FfnKind::kMoe, cpu/moe.h: route, expert-grouped
   /// GEMMs, weighted sum), the add left pending in proj.
   void ffn_moe_block(size_t il) {
-    const int64_t n = pass.n_rows;  // every segment's rows: routing is per row
+    const int64_t n = pass.n_rows;         // every segment's rows: routing is per row
     norm(model.layers()[il].ffn_norm, n);  // h: rows x d, row-major in normed's f32 rows
     const Profile::Scope ps(prof, Phase::kMoeFfn);
     moe->forward(model.layers()[il], experts[il], normed.row(0), n, proj.data(), c.n_embd);  // rows x d

@@ -1,6 +1,7 @@
 // The tile GEMM over the AMX instructions: TileHw maps the tile unit of cpu/kernels/tile_unit.h onto
-// the instructions (inline asm, as GCC's AMX intrinsics spell them). The only file compiled with -mamx-tile -mamx-int8 (and the AVX-512 flags, for
-// the vector code around the tiles); run only where isa_supported(Isa::kAmx).
+// the instructions (inline asm, as GCC's AMX intrinsics spell them). The only file compiled with -mamx-tile
+// -mamx-int8 (and the AVX-512 flags, for the vector code around the tiles); run only where
+// isa_supported(Isa::kAmx).
 #include <immintrin.h>
 
 #include "cpu/kernels/qgemm_tiles.h"
