@@ -315,6 +315,24 @@ struct CpuForward::Impl {
     }
   }
 
+  /// Where layer il's K (or V) rows start in `cache`: il x capacity x widths().kv floats.
+  size_t kv_layer_offset(const KvCache& cache, size_t il) const {
+    return il * static_cast<size_t>(cache.capacity * plan.widths().kv);
+  }
+
+  /// Before a refresh of an n-position canvas: grows `cache` to n positions per layer when it holds
+  /// fewer (never beyond what the canvas needs: see KvCache), and marks it invalid until the refresh
+  /// completes.
+  void size_kv(KvCache& cache, int64_t n) const {
+    if (cache.capacity < n) {
+      const size_t need = plan.n_layer() * static_cast<size_t>(n * plan.widths().kv);
+      cache.k.assign(need, 0.0f);
+      cache.v.assign(need, 0.0f);
+      cache.capacity = n;
+    }
+    cache.n_tokens = 0;
+  }
+
   /// The fresh K/V of the computed positions of segment sg (one sequence) into layer il's slots of
   /// its cache: a refresh writes every position, a cached step the window's (Fast-dLLM's
   /// replace_position); the others stay as the last refresh left them.      rows x n_kv, each
@@ -323,7 +341,7 @@ struct CpuForward::Impl {
     const model::RowLayout& rl = sg.rl;
     KvCache& cache = *sg.kv.cache;
     const int64_t n_kv = plan.widths().kv;
-    const size_t at = il * static_cast<size_t>(plan.kv_layer_floats()) + static_cast<size_t>(rl.begin * n_kv);
+    const size_t at = kv_layer_offset(cache, il) + static_cast<size_t>(rl.begin * n_kv);
     for (int64_t r = 0; r < rl.rows_of(0); ++r) {
       std::copy_n(&k[(sg.row0 + r) * kv_ld], n_kv, cache.k.data() + at + r * n_kv);
       std::copy_n(&v[(sg.row0 + r) * kv_ld], n_kv, cache.v.data() + at + r * n_kv);
@@ -356,7 +374,7 @@ struct CpuForward::Impl {
     a.q_stride = q_ld;
     a.n_q = rl.rows_of(s);
     if (cache != nullptr) {
-      const size_t layer = il * static_cast<size_t>(plan.kv_layer_floats());
+      const size_t layer = kv_layer_offset(*cache, il);
       a.k = cache->k.data() + layer + kvh * hd;
       a.v = cache->v.data() + layer + kvh * hd;
       a.kv_stride = plan.widths().kv;
@@ -497,12 +515,7 @@ struct CpuForward::Impl {
                       float* logits, KvCache& cache, bool refresh) {
     if (refresh) {
       const model::RowLayout rl = plan.check_forward(tokens, rows);
-      const size_t need = plan.n_layer() * static_cast<size_t>(plan.kv_layer_floats());
-      if (cache.k.size() != need) {
-        cache.k.assign(need, 0.0f);
-        cache.v.assign(need, 0.0f);
-      }
-      cache.n_tokens = 0;  // not valid until the refresh completes
+      size_kv(cache, rl.n);
       run(rl, tokens, rows, logits, KvStep{&cache, true});
       cache.n_tokens = rl.n;
       return;
@@ -552,15 +565,8 @@ void CpuForward::Impl::forward_packed(std::span<const PackedSeq> seqs) {
   for (size_t i = 0; i < seqs.size(); ++i)
     add_segment(layouts[i], seqs[i].tokens, seqs[i].rows, seqs[i].logits,
                 KvStep{seqs[i].cache, seqs[i].refresh});
-  const size_t need = plan.n_layer() * static_cast<size_t>(plan.kv_layer_floats());
-  for (const PackedSeq& q : seqs) {
-    if (q.cache == nullptr || !q.refresh) continue;
-    if (q.cache->k.size() != need) {
-      q.cache->k.assign(need, 0.0f);
-      q.cache->v.assign(need, 0.0f);
-    }
-    q.cache->n_tokens = 0;  // not valid until the refresh completes
-  }
+  for (size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].cache != nullptr && seqs[i].refresh) size_kv(*seqs[i].cache, layouts[i].n);
   run_pass();
   for (size_t i = 0; i < seqs.size(); ++i)
     if (seqs[i].cache != nullptr && seqs[i].refresh) seqs[i].cache->n_tokens = layouts[i].n;

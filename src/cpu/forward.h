@@ -41,11 +41,14 @@ struct ForwardOptions {
 /// CpuForward::forward_window computed them (Fast-dLLM's KV cache, NVlabs/Fast-dLLM
 /// llada/generate.py generate_with_prefix_cache / generate_with_dual_cache). f32 (so a step that
 /// changed nothing reproduces the full forward bit for bit): k and v each hold
-/// n_layer x max_tokens x (n_head_kv * head_dim) floats, layer-major, one row per position, K after
-/// bias and RoPE, V after bias. Memory: 2 x n_layer x max_tokens x n_head_kv x head_dim x 4 bytes
-/// (LLaDA-8B, 512 positions: 1 GiB). Sized on the first refresh; one cache per canvas.
+/// n_layer x capacity x (n_head_kv * head_dim) floats, layer-major, one row per position, K after
+/// bias and RoPE, V after bias. capacity is the longest canvas refreshed into this cache, not the
+/// forward's max_tokens: a server sized for 4096-token canvases keeps a 100-token request's cache at
+/// 100 positions. Memory: 2 x n_layer x capacity x n_head_kv x head_dim x 4 bytes (LLaDA-8B, 512
+/// positions: 1 GiB). Sized on the first refresh, grown by a longer one; one cache per canvas.
 struct KvCache {
   int64_t n_tokens = 0;  ///< canvas length at the last refresh; 0 = never refreshed
+  int64_t capacity = 0;  ///< positions per layer that k and v hold (>= n_tokens)
   std::vector<float> k, v;
   size_t bytes() const { return (k.size() + v.size()) * sizeof(float); }
 };

@@ -74,8 +74,6 @@ class ForwardPlan {
   int max_batch() const { return max_batch_; }
   /// Rows every activation buffer holds: max_batch x max_tokens.
   int64_t max_rows() const { return max_tokens_ * max_batch_; }
-  /// Floats of one layer's K (or V) for every position: max_tokens x widths().kv (a KV cache).
-  int64_t kv_layer_floats() const { return max_tokens_ * widths_.kv; }
 
   // The checks of every input, before any compute; each throws dllm::Error with the message shown.
 

@@ -119,9 +119,9 @@ TEST_P(ForwardWindow, RefreshAndUnchangedStepsEqualTheFullForward) {
     EXPECT_TRUE(same_bits(windowed(fwd, tokens, 0, 0, all, cache, /*refresh=*/true), reference))
         << isa_name(isa);
     EXPECT_EQ(cache.n_tokens, 19);
-    // K and V x 2 layers x max_tokens 24 x n_head_kv * head_dim floats.
+    // K and V x 2 layers x the canvas's 19 positions (not max_tokens 24) x n_head_kv * head_dim floats.
     EXPECT_EQ(cache.bytes(),
-              2u * 2 * 24 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float));
+              2u * 2 * 19 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float));
 
     // Nothing changed since the refresh: prefix window [7, 19), dual window [7, 13), a window in the
     // middle of the block, and one that starts at 0.
@@ -134,6 +134,31 @@ TEST_P(ForwardWindow, RefreshAndUnchangedStepsEqualTheFullForward) {
       EXPECT_TRUE(same_bits(windowed(fwd, tokens, wb, we, rows, cache, false), expected))
           << isa_name(isa) << " window [" << wb << ", " << we << ")";
     }
+  }
+}
+
+// A cache slot serves one sequence after another (the engine's slots): its memory follows the
+// longest canvas refreshed into it, never the forward's max_tokens (a server sized for 4096-token
+// canvases would otherwise hold 4 GiB per LLaDA-8B slot), and a shorter canvas in a larger cache
+// still gives the full forward bit for bit.
+TEST_P(ForwardWindow, ACacheReusedForLongerAndShorterCanvasesStaysExact) {
+  const Case c = GetParam();
+  const Loaded m(spec_for(c.arch, c.mix, 2));
+  cpu::ForwardOptions opt;
+  opt.max_tokens = 64;
+  opt.n_threads = 2;
+  cpu::CpuForward fwd(m.model, opt);
+  const size_t row_bytes = 2u * 2 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float);
+  cpu::KvCache cache;
+  for (const auto& [n, capacity] : std::vector<std::pair<int32_t, int32_t>>{{12, 12}, {30, 30}, {9, 30}}) {
+    const auto tokens = random_tokens(n, 97, 100 + n);
+    const auto all = range(0, n);
+    const auto reference = full(fwd, tokens, all);
+    EXPECT_TRUE(same_bits(windowed(fwd, tokens, 0, 0, all, cache, /*refresh=*/true), reference)) << n;
+    EXPECT_EQ(cache.bytes(), capacity * row_bytes) << n;
+    const auto rows = range(n / 2, n);
+    std::vector<float> expected(reference.begin() + (n / 2) * fwd.n_vocab(), reference.end());
+    EXPECT_TRUE(same_bits(windowed(fwd, tokens, n / 2, n, rows, cache, false), expected)) << n;
   }
 }
 
