@@ -12,7 +12,8 @@ process start left out, which favours the sequential side). Writes
 bench/results/serve-<model stem>-<utc stamp>.json with the machine, the commit and the commands.
 
 Usage: bench/serve_bench.py [--bin build/bin] [--model PATH] [--threads 2] [--clients 1,2,4,8]
-                            [--requests 1] [--max-tokens 64] [--block-length 32] [--note TEXT]
+                            [--requests 1] [--max-tokens 64] [--block-length 32] [--steps S]
+                            [--caches none,dual] [--note TEXT]
 """
 import argparse
 import concurrent.futures
@@ -83,6 +84,9 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--block-length", type=int, default=32)
     ap.add_argument("--caches", default="none,dual")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="denoising steps per request (default 0: the model's default, max_tokens steps); "
+                         "fewer keeps a run on a full-size model short")
     ap.add_argument("--note", default="")
     a = ap.parse_args()
     binary = str(Path(a.bin) / "dllm")
@@ -90,22 +94,27 @@ def main():
     mid = mask_id(binary, a.model)
     result = {"bench": "serve", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "commit": commit(), "machine": machine(), "model": Path(a.model).name, "threads": a.threads,
-              "max_tokens": a.max_tokens, "block_length": a.block_length, "requests_per_client": a.requests,
+              "max_tokens": a.max_tokens, "block_length": a.block_length, "steps": a.steps or None, "requests_per_client": a.requests,
               "note": a.note, "load_before": loadavg(), "modes": []}
     for cache in a.caches.split(","):
         fields = {"max_tokens": a.max_tokens, "block_length": a.block_length, "cache": cache}
+        if a.steps:
+            fields["steps"] = a.steps
         port = free_port()
         serve = [binary, "serve", "--model", a.model, "--port", str(port), "--threads", str(a.threads),
                  "--parallel", str(max(clients)), "--queue", str(max(clients) * a.requests)]
         proc = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             url = f"http://127.0.0.1:{port}"
-            for _ in range(600):
+            deadline = time.monotonic() + 900  # a full-size model loads (and repacks) for a while
+            while time.monotonic() < deadline:
                 try:
                     if urllib.request.urlopen(url + "/health", timeout=2).status == 200:
                         break
                 except OSError:
                     time.sleep(0.1)
+            else:
+                raise SystemExit(f"serve_bench: {' '.join(serve)} was not healthy within 900 s")
             mode = {"cache": cache, "serve_command": " ".join(serve), "waves": []}
             for c in clients:
                 texts = prompts(c * a.requests)
@@ -140,7 +149,7 @@ def main():
         for k, text in enumerate(texts):
             cmd = [binary, "run", "--model", a.model, "--prompt", text, "--json", "--threads", str(a.threads),
                    "--seed", str(k), "--max-tokens", str(a.max_tokens), "--block-length", str(a.block_length),
-                   "--cache", cache]
+                   "--cache", cache] + (["--steps", str(a.steps)] if a.steps else [])
             out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
             committed = sum(1 for t in out["generated"] if t != mid)
             seq_tokens += committed

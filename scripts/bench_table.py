@@ -67,7 +67,9 @@ def serve_rows():
         name, r = latest[model]
         for m in r["modes"]:
             for w in m["waves"]:
-                rows.append(f"| {r['model']} | {m['cache']} | {w['clients']} | {w['tok_s']:.1f} | "
+                steps = r.get("steps") or r["max_tokens"]
+                isa = "+".join(r["machine"].get("isa_flags", [])) or "?"
+                rows.append(f"| {r['model']} | {isa} | {steps} | {m['cache']} | {w['clients']} | {w['tok_s']:.1f} | "
                             f"{m['sequential']['tok_s']:.1f} | {w['speedup_vs_sequential']:.2f}x | {w['p50_s']:.2f} | "
                             f"{w['p95_s']:.2f} | `{name}` |")
     return rows
@@ -79,8 +81,9 @@ def serve_table():
         return ""
     head = ("\n\n`dllm serve`, chat requests of max_tokens 64, block 32, against the same requests one after "
             "another through `dllm run` (its generate time only):\n\n"
-            "| model | cache | clients | committed tok/s | sequential tok/s | speedup | p50 s | p95 s | results file |\n"
-            "|---|---|---|---|---|---|---|---|---|")
+            "| model | CPU ISA | steps | cache | clients | committed tok/s | sequential tok/s | speedup | p50 s | p95 s | "
+            "results file |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|")
     return head + "\n" + "\n".join(rows)
 
 
