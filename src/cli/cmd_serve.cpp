@@ -111,13 +111,21 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
   std::mutex mu;
   engine::Engine* running = nullptr;
   bool stopping = false;
+  bool self_stop = false;  // the load failed and this thread ends the signal thread: no "stopping" line
   int caught = 0;
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    caught = sig;
-    std::fprintf(stderr, "dllm serve: %s: stopping (running requests end with an error)\n",
-                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+    bool quiet = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      quiet = self_stop;
+    }
+    if (!quiet) {
+      caught = sig;
+      std::fprintf(stderr, "dllm serve: %s: stopping (running requests end with an error)\n",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM");
+    }
     http.begin_shutdown();
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -165,6 +173,10 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
     http.set_failed(e.what());
     http.stop();
     http_thread.join();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      self_stop = true;
+    }
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
     throw;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <deque>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "base/error.h"
 #include "server/openai_format.h"
@@ -178,7 +179,12 @@ int HttpServer::bind() {
 }
 
 void HttpServer::run() {
-  svr_->listen_after_bind();
+  // Dekker's pattern with stop(): each side writes its flag, then reads the other's (sequentially
+  // consistent atomics), so either run() sees the stop and returns, or stop() sees run() active and
+  // waits for the listener to close it.
+  run_active_ = true;
+  if (!stop_requested_) svr_->listen_after_bind();
+  run_active_ = false;
 }
 
 void HttpServer::set_ready(std::shared_ptr<const ModelContext> model) {
@@ -196,7 +202,10 @@ void HttpServer::begin_shutdown() {
 }
 
 void HttpServer::stop() {
-  if (svr_) svr_->stop();
+  if (!svr_) return;
+  stop_requested_ = true;
+  while (run_active_ && !svr_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  svr_->stop();
 }
 
 std::shared_ptr<const ModelContext> HttpServer::model() const {

@@ -44,7 +44,8 @@ class HttpServer {
 
   /// Binds host:port; returns the port. Throws dllm::Error naming the address when it is taken.
   int bind();
-  /// Serves until stop(); call on a thread of its own after bind().
+  /// Serves until stop(); call on a thread of its own after bind(). Returns at once when stop()
+  /// came first.
   void run();
   /// The model is loaded: generation routes start answering and /health says 200.
   void set_ready(std::shared_ptr<const ModelContext> model);
@@ -52,7 +53,10 @@ class HttpServer {
   void set_failed(const std::string& why);
   /// From now on generation routes answer 503 shutting_down.
   void begin_shutdown();
-  /// Closes the listener and waits for the connection threads.
+  /// Closes the listener and waits for the connection threads. Safe before, during or after run()
+  /// from any thread: a stop() that comes while run() is still starting waits until the listener is
+  /// up, then closes it (cpp-httplib's own stop() does nothing before its loop has started, which
+  /// left `dllm serve` on a file that failed to load in accept() forever).
   void stop();
 
  private:
@@ -67,6 +71,8 @@ class HttpServer {
   std::shared_ptr<const ModelContext> model_;
   std::string failed_;
   std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> stop_requested_{false};  ///< stop() was called
+  std::atomic<bool> run_active_{false};      ///< run() is between its start and its return
   std::atomic<uint64_t> next_id_{1};
   int64_t started_ = 0;  ///< Unix seconds, the model list's `created`
 };

@@ -274,6 +274,22 @@ TEST_F(ModelErrors, NotAGgufFile) {
   EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
 }
 
+// `dllm serve` on a file that does not load: the port opened first (so /health can say "loading"),
+// then the load failed; the process ends with exit 1 and the one ERROR line, no "stopping" line of
+// a signal nobody sent.
+TEST_F(ModelErrors, ServeOnABadFileEndsWithTheErrorOnly) {
+  const std::string path = (dir_ / "text.gguf").string();
+  std::ofstream(path) << "this is not a GGUF file, just some text long enough to read a header from";
+  const RunResult r = run_dllm({"serve", "--model", path, "--host", "127.0.0.1", "--port", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.find("stopping"), std::string::npos) << r.err;
+  size_t errors = 0;
+  for (size_t at = r.err.find("ERROR: "); at != std::string::npos; at = r.err.find("ERROR: ", at + 1))
+    ++errors;
+  EXPECT_EQ(errors, 1u) << r.err;
+}
+
 /// Malformed GGUF files through the binary (the reader's own tests cover every field; these check that
 /// each class of damage reaches the user as one ERROR line naming the file and the problem, exit 1).
 /// The file: 2 F32 tensors "t0" [32] and "t1" [32], no metadata, so every offset is known:
