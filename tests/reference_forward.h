@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include "f16_bits.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -76,7 +78,7 @@ inline std::vector<double> q80_round_trip(const std::vector<double>& x) {
     float amax = 0;
     for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(static_cast<float>(x[b + j])));
     if (amax == 0) continue;
-    const double d = static_cast<double>(static_cast<_Float16>(amax / 127.0f));
+    const double d = static_cast<double>(test::round_f16(amax / 127.0f));
     const float id = 127.0f / amax;
     for (size_t j = 0; j < 32; ++j) y[b + j] = std::nearbyint(static_cast<float>(x[b + j]) * id) * d;
   }
@@ -85,7 +87,7 @@ inline std::vector<double> q80_round_trip(const std::vector<double>& x) {
 
 /// v rounded to the nearest IEEE binary16 value (through f32, round to nearest even).
 inline double round_to_f16(double v) {
-  return static_cast<double>(static_cast<_Float16>(static_cast<float>(v)));
+  return static_cast<double>(test::round_f16(static_cast<float>(v)));
 }
 
 /// The f64 forward pass described at the top of this file, over the decoded values of `m`.
@@ -397,9 +399,9 @@ inline ReferenceSequence load_reference_sequence(const std::string& arch, const 
   EXPECT_EQ(f16.size(), size_t(2 * n_tokens * s.n_vocab)) << stem;
   s.logits.resize(n_tokens * s.n_vocab);
   for (size_t i = 0; i < s.logits.size() && 2 * i + 2 <= f16.size(); ++i) {
-    _Float16 h;
+    uint16_t h;
     std::memcpy(&h, f16.data() + 2 * i, 2);  // IEEE binary16, little-endian (x86)
-    s.logits[i] = static_cast<float>(h);
+    s.logits[i] = test::f16_bits_to_f32(h);
   }
   return s;
 }

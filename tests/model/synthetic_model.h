@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "f16_bits.h"
 #include "gguf/writer.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -68,18 +69,8 @@ struct SyntheticModel {
 
 namespace synthetic_detail {
 
-inline uint16_t f32_to_f16_bits(float v) {
-  const _Float16 h = static_cast<_Float16>(v);  // IEEE round to nearest even
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
-}
-
-inline float f16_bits_to_f32(uint16_t bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<float>(h);
-}
+using test::f16_bits_to_f32;
+using test::f32_to_f16_bits;
 
 /// Random but well-formed bytes for `type`: normal values for the float types; for Q4_K / Q6_K random
 /// quants and 6-bit scales under small f16 super-block scales chosen so that weights have a spread of
