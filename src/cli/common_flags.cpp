@@ -95,6 +95,9 @@ int resolve_threads(int threads, std::string* warning) {
   while (!first.empty() && first.back() == ' ') first.pop_back();
   while (!first.empty() && first.front() == ' ') first.erase(0, 1);
   if (whole_in(first, 1, max_threads())) return std::stoi(first);
+  // Out of the OpenMP runtime's sight too: GCC's libgomp ignores a bad value, LLVM's libomp (clang
+  // builds) warns and then aborts on an assertion at its first parallel region.
+  unsetenv("OMP_NUM_THREADS");
   if (warning) {
     *warning = std::string("OMP_NUM_THREADS=") + env + " is not a thread count from 1 to " +
                std::to_string(max_threads()) + ": ignored, using one thread per physical core";

@@ -38,7 +38,8 @@ int max_threads();
 /// The thread count to ask the backend for: `threads` (--threads) when > 0; for 0, the first entry of
 /// $OMP_NUM_THREADS ("4" of "4,2", OpenMP's list for nested levels) when it is a whole number in
 /// [1, max_threads()]; else 0 (one per physical core). A set but unusable OMP_NUM_THREADS gives 0 and a
-/// warning in *warning naming it.
+/// warning in *warning naming it, and is removed from the environment (before any OpenMP region) so
+/// that no OpenMP runtime reads it: LLVM's libomp aborts on one.
 int resolve_threads(int threads, std::string* warning);
 
 /// The warning for a thread count above the logical CPU count (within max_threads()): one line naming
