@@ -1,7 +1,7 @@
 // IEEE binary16 <-> binary32 by bit manipulation, for the tests' reference math and reference files.
 // What a compiler's _Float16 conversions do (round to nearest even), written out because clang 14
 // (the sanitizer and fuzz builds) has no _Float16 on x86. Checked against GCC's _Float16 on every
-// half value and on float sweeps around every rounding boundary (tests/f16_bits_test.cpp).
+// half value and on float sweeps around every rounding boundary (tests/quant/f16_bits_test.cpp).
 // Float to half after F. Giesen, "float->half variants" (float_to_half_fast3_rtne), public domain.
 #pragma once
 
