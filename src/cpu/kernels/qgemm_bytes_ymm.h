@@ -102,6 +102,7 @@ void q8_0_tile(const Q80Block* w, int64_t n_b, const quant::block_q8_0* x, const
           for (int h = 0; h < NH; ++h) {
             const __m256i pairs = _mm256_maddubs_epi16(wa[h], _mm256_sign_epi8(bx, wq[h]));
             is[t][h] = _mm256_add_epi32(is[t][h], _mm256_madd_epi16(pairs, ones));
+            pin(is[t][h]);  // cpu/kernels/qgemm_ymm.h says why
           }
         }
       }
