@@ -34,7 +34,7 @@ KernelSet kernel_set(Isa isa) {
   using namespace qgemm;
   switch (isa) {
     case Isa::kAvx2:
-      return {gemm_q4_K_avx2, gemm_q5_K_avx2, gemm_q6_K_avx2, gemm_q8_0_avx2, false, false};
+      return {gemm_q4_K_avx2, gemm_q5_K_avx2, gemm_q6_K8_avx2, gemm_q8_0_avx2, true, false, true};
     case Isa::kAvxVnni:
       return {gemm_q4_K_avxvnni, gemm_q5_K_avxvnni, gemm_q6_K_avxvnni, gemm_q8_0_avxvnni, false, true};
     case Isa::kAvx512Vnni:

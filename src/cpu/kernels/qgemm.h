@@ -127,7 +127,8 @@ void make_u8(const quant::block_q8_K* x, int64_t n_tokens, int64_t n_sb, uint8_t
 void gemm_q4_K_scalar(const GemmArgs& a);
 void gemm_q6_K_scalar(const GemmArgs& a);
 void gemm_q4_K_avx2(const GemmArgs& a);
-void gemm_q6_K_avx2(const GemmArgs& a);
+/// Q6_K over Q6K8Block groups (a.w) and the activation bytes + 128 (a.xu8): the AVX2 path's Q6_K kernel.
+void gemm_q6_K8_avx2(const GemmArgs& a);
 void gemm_q4_K_avxvnni(const GemmArgs& a);
 void gemm_q6_K_avxvnni(const GemmArgs& a);
 void gemm_q4_K_avx512(const GemmArgs& a);

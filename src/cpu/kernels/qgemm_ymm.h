@@ -13,14 +13,15 @@
 // chains in 14 of the 16 ymm registers. Token counts that are not a multiple of 4 end in 3-token
 // tiles (141 = 33 x 4 + 3 x 3), and the driver prefetches the next group's weights into L2 a slice
 // per token tile (as the AVX-512 path does), so each group comes from DRAM once, early.
-// Q6_K: 8 rows x 4 tokens, then one tile of the 1-3 tokens left, with the same prefetch (spread over
-// both halves' tiles). Its low and high nibbles are two sub-blocks with their own scales, so 16 rows
-// would need 16 accumulators: all the registers.
+// Q6_K, VNNI routes (Q6KBlock): 8 rows x 4 tokens, then one tile of the 1-3 tokens left, with the
+// same prefetch (spread over both halves' tiles). Its low and high nibbles are two sub-blocks with
+// their own scales, so 16 rows would need 16 accumulators: all the registers.
+// Q6_K, AVX2 (Q6K8Block, one byte per weight): 16 rows x 4 tokens like Q4_K, no unpacking.
 //
 // AVX2 has no u8 x s8 -> s32 instruction: vpmaddubsw makes s16 sums of 2 products (saturating, but
-// Q4_K 2 * 15 * 128 = 3840 and Q6_K 2 * 63 * 128 = 16128 never reach 32767), several of those are
-// added in s16 (Q4_K: 8 per sub-block, <= 30720; Q6_K: 2, <= 32256), and vpmaddwd with the sub-block
-// scale duplicated in both halves of each lane gives sc * sum in s32: the scale comes for free.
+// Q4_K 2 * 15 * 128 = 3840 and Q6K8Block's 2 * 255 * 32 = 16320 never reach 32767), several of those
+// are added in s16 (Q4_K: 8 per sub-block, <= 30720; Q6_K: 2, <= 32640), and vpmaddwd with the
+// sub-block scale duplicated in both halves of each lane gives sc * sum in s32.
 #pragma once
 
 #include <immintrin.h>
@@ -169,11 +170,12 @@ void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
   }
 }
 
-// Q6_K: as q4_K_tile without bs32 (the -32 of q enters through the activation bsums).
+// Q6_K over Q6KBlock, VNNI routes: as q4_K_tile without bs32 (the -32 of q enters through the
+// activation bsums). The AVX2 path multiplies the byte layout instead (q6_K8_tile_avx2).
 template <class Dot, int NH, int NT>
 void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K* x, float* y, int64_t ldy,
                const __m256i* mask, Prefetcher::Span pf) {
-  constexpr bool kVnni = Dot::kVnni;
+  static_assert(Dot::kVnni, "AVX2 runs Q6_K over Q6K8Block");
   const int64_t pf_per = pf.per_step(n_sb);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m30 = _mm256_set1_epi8(0x30);
@@ -222,45 +224,17 @@ void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
           const int8_t* xq = x[t * n_sb + sb].qs + 32 * s + 4 * p;
           const __m256i bl = bcast32(xq), bh = bcast32(xq + 16);
           for (int h = 0; h < NH; ++h) {
-            if constexpr (kVnni) {
-              ia[t][h] = Dot::u8s8(ia[t][h], lo[h], bl);
-              ib[t][h] = Dot::u8s8(ib[t][h], hi[h], bh);
-            } else if ((p & 1) == 0) {
-              ia[t][h] = _mm256_maddubs_epi16(lo[h], bl);
-              ib[t][h] = _mm256_maddubs_epi16(hi[h], bh);
-            } else {
-              // Two vpmaddubsw results per s16 sum: |sum| <= 2 * 16128 = 32256 (Q6_K q <= 63).
-              ia[t][h] = _mm256_add_epi16(ia[t][h], _mm256_maddubs_epi16(lo[h], bl));
-              ib[t][h] = _mm256_add_epi16(ib[t][h], _mm256_maddubs_epi16(hi[h], bh));
-              pin(ia[t][h]);
-              pin(ib[t][h]);
-            }
-          }
-        }
-        if constexpr (!kVnni) {
-          if ((p & 1) == 1) {
-            for (int h = 0; h < NH; ++h) {
-              const __m256i sc_lo =
-                  _mm256_blend_epi16(pairs[h], _mm256_slli_epi32(pairs[h], 16), 0xAA);  // (sc[2s], sc[2s])
-              const __m256i sc_hi =
-                  _mm256_blend_epi16(_mm256_srli_epi32(pairs[h], 16), pairs[h], 0xAA);  // (sc[2s+1], ..)
-              for (int t = 0; t < NT; ++t) {
-                sacc[t][h] = _mm256_add_epi32(
-                    sacc[t][h],
-                    _mm256_add_epi32(_mm256_madd_epi16(ia[t][h], sc_lo), _mm256_madd_epi16(ib[t][h], sc_hi)));
-              }
-            }
+            ia[t][h] = Dot::u8s8(ia[t][h], lo[h], bl);
+            ib[t][h] = Dot::u8s8(ib[t][h], hi[h], bh);
           }
         }
       }
-      if constexpr (kVnni) {
-        for (int h = 0; h < NH; ++h) {
-          const __m256i sc_lo = _mm256_srai_epi32(_mm256_slli_epi32(pairs[h], 16), 16);
-          const __m256i sc_hi = _mm256_srai_epi32(pairs[h], 16);
-          for (int t = 0; t < NT; ++t) {
-            sacc[t][h] = _mm256_add_epi32(sacc[t][h], _mm256_add_epi32(_mm256_mullo_epi32(ia[t][h], sc_lo),
-                                                                       _mm256_mullo_epi32(ib[t][h], sc_hi)));
-          }
+      for (int h = 0; h < NH; ++h) {
+        const __m256i sc_lo = _mm256_srai_epi32(_mm256_slli_epi32(pairs[h], 16), 16);
+        const __m256i sc_hi = _mm256_srai_epi32(pairs[h], 16);
+        for (int t = 0; t < NT; ++t) {
+          sacc[t][h] = _mm256_add_epi32(sacc[t][h], _mm256_add_epi32(_mm256_mullo_epi32(ia[t][h], sc_lo),
+                                                                     _mm256_mullo_epi32(ib[t][h], sc_hi)));
         }
       }
     }
@@ -268,6 +242,69 @@ void q6_K_tile(const Q6KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
       const __m256 d = _mm256_loadu_ps(&b.d[8 * (h0 + h)]);
       for (int t = 0; t < NT; ++t) {
         acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(sacc[t][h])),
+                                    _mm256_set1_ps(x[t * n_sb + sb].d), acc[t][h]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int h = 0; h < NH; ++h) _mm256_maskstore_ps(y + t * ldy + 8 * h, mask[h], acc[t][h]);
+  }
+}
+
+// Q6_K over the byte layout (Q6K8Block), AVX2 route only: the weights q - 32 are vpmaddubsw's signed
+// operand as loaded and the activations + 128 (GemmArgs::xu8) its unsigned one, so no line is unpacked
+// (q6_K_tile spends ~8 instructions per line rebuilding the 6-bit values from two planes).
+// |(x + 128)(q - 32)| <= 255 * 32 = 8160, so a vpmaddubsw pair sum is <= 16320 and two of them
+// <= 32640 in s16: a sub-block's 4 lines are 2 s16 sums, each scaled into int32 by vpmaddwd with
+// (sc, sc). What the +128 adds is the per-row constant corr, subtracted once per super-block (as the
+// AVX-512 kernel over this layout, qgemm_avx512.cpp). Halves h0..h0+NH-1 of one group x NT tokens; xu
+// points at the first token's bytes (token rows n_sb x 256 bytes apart).
+template <int NH, int NT>
+void q6_K8_tile_avx2(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const uint8_t* xu,
+                     float* y, int64_t ldy, const __m256i* mask, Prefetcher::Span pf) {
+  const int64_t pf_per = pf.per_step(n_sb);
+  __m256 acc[NT][NH];
+  for (int t = 0; t < NT; ++t) {
+    for (int h = 0; h < NH; ++h) acc[t][h] = _mm256_setzero_ps();
+  }
+  for (int64_t sb = 0; sb < n_sb; ++sb) {
+    pf.step(sb, pf_per);
+    const Q6K8Block& b = w[sb];
+    __m256i sacc[NT][NH];
+    for (int t = 0; t < NT; ++t) {
+      for (int h = 0; h < NH; ++h) sacc[t][h] = _mm256_setzero_si256();
+    }
+    for (int s = 0; s < 8; ++s) {
+      for (int k = 0; k < 2; ++k) {  // sub-block 2s + k
+        __m256i sc[NH];
+        for (int h = 0; h < NH; ++h) {
+          const __m256i pairs =
+              _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales[s][8 * h])));
+          sc[h] = k == 0 ? _mm256_blend_epi16(pairs, _mm256_slli_epi32(pairs, 16), 0xAA)   // (sc[2s], sc[2s])
+                         : _mm256_blend_epi16(_mm256_srli_epi32(pairs, 16), pairs, 0xAA);  // (sc[2s+1], ..)
+        }
+        for (int q = 0; q < 2; ++q) {  // lines p = 2q and 2q + 1
+          for (int t = 0; t < NT; ++t) {
+            const uint8_t* xq = xu + (t * n_sb + sb) * quant::kQK_K + 32 * s + 16 * k + 8 * q;
+            const __m256i b0 = bcast32(xq), b1 = bcast32(xq + 4);
+            for (int h = 0; h < NH; ++h) {
+              const __m256i w0 =
+                  _mm256_load_si256(reinterpret_cast<const __m256i*>(&b.q[s][2 * q][k][8 * h][0]));
+              const __m256i w1 =
+                  _mm256_load_si256(reinterpret_cast<const __m256i*>(&b.q[s][2 * q + 1][k][8 * h][0]));
+              const __m256i is = _mm256_add_epi16(_mm256_maddubs_epi16(b0, w0), _mm256_maddubs_epi16(b1, w1));
+              sacc[t][h] = _mm256_add_epi32(sacc[t][h], _mm256_madd_epi16(is, sc[h]));
+              pin(sacc[t][h]);
+            }
+          }
+        }
+      }
+    }
+    for (int h = 0; h < NH; ++h) {
+      const __m256 d = _mm256_loadu_ps(&b.d[8 * h]);
+      const __m256i corr = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&b.corr[8 * h]));
+      for (int t = 0; t < NT; ++t) {
+        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(sacc[t][h], corr))),
                                     _mm256_set1_ps(x[t * n_sb + sb].d), acc[t][h]);
       }
     }
@@ -357,6 +394,45 @@ void gemm_q6_K_ymm(const GemmArgs& a) {
           rest_pf.step(0, rest_pf.lines);
           break;
       }
+    }
+  }
+}
+
+// Q6_K over Q6K8Block (AVX2): 16-row tiles of 4 tokens, then 3, then the 1-2 left (split_tokens),
+// and the next group prefetched as for Q4_K.
+inline void gemm_q6_K8_ymm_avx2(const GemmArgs& a) {
+  const auto* w = static_cast<const Q6K8Block*>(a.w);
+  const TokenSplit ts = split_tokens(a.n_tokens);
+  const int64_t row_bytes = a.n_sb * quant::kQK_K;  // xu8 bytes per token
+  for (int64_t g = a.g_begin; g < a.g_end; ++g) {
+    const __m256i mask[2] = {half_mask(a, g, 0), half_mask(a, g, 1)};
+    const Q6K8Block* wg = w + g * a.n_sb;
+    Prefetcher pf(wg + a.n_sb,
+                  g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Q6K8Block)) : 0,
+                  ts.tiles());
+    float* yg = a.y + g * kRows;
+    int64_t t = 0;
+    for (int64_t i = 0; i < ts.n4; ++i, t += 4) {
+      q6_K8_tile_avx2<2, 4>(wg, a.n_sb, a.x + t * a.n_sb, a.xu8 + t * row_bytes, yg + t * a.ldy, a.ldy, mask,
+                            pf.take());
+    }
+    for (int64_t i = 0; i < ts.n3; ++i, t += 3) {
+      q6_K8_tile_avx2<2, 3>(wg, a.n_sb, a.x + t * a.n_sb, a.xu8 + t * row_bytes, yg + t * a.ldy, a.ldy, mask,
+                            pf.take());
+    }
+    const Prefetcher::Span rest_pf = pf.take();
+    const auto* x = a.x + t * a.n_sb;
+    const uint8_t* xu = a.xu8 + t * row_bytes;
+    switch (ts.rest) {
+      case 1:
+        q6_K8_tile_avx2<2, 1>(wg, a.n_sb, x, xu, yg + t * a.ldy, a.ldy, mask, rest_pf);
+        break;
+      case 2:
+        q6_K8_tile_avx2<2, 2>(wg, a.n_sb, x, xu, yg + t * a.ldy, a.ldy, mask, rest_pf);
+        break;
+      default:
+        rest_pf.step(0, rest_pf.lines);
+        break;
     }
   }
 }
