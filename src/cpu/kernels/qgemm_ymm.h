@@ -88,6 +88,9 @@ void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
       for (int t = 0; t < NT; ++t) {
         for (int h = 0; h < NH; ++h) is[t][h] = _mm256_setzero_si256();
       }
+      // Unrolled: with pin() GCC kept this as a 4-trip loop (AVX2 microbenchmark, 1024 x 2048 x 18
+      // tokens: 1.11x median over 12 interleaved runs).
+#pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {
         __m256i lo[NH];
         for (int h = 0; h < NH; ++h) {
