@@ -248,8 +248,9 @@ struct CpuForward::Impl {
   }
 
   /// x += proj when a block's output is pending, then normed = RMSNorm(x) * w, quantized for its
-  /// matrices in the same pass (the row is still in L1/L2).                            n x d
-  void norm(const std::vector<float>& w, int64_t n) {
+  /// matrices in the same pass (the row is still in L1/L2) unless `quantize` is false (the routed
+  /// FFN rounds its input itself, for its experts' types).                             n x d
+  void norm(const std::vector<float>& w, int64_t n, bool quantize = true) {
     const Profile::Scope ps(prof, Phase::kNorm);
     const int64_t d = c.n_embd;
     const bool add = pending;
@@ -257,7 +258,7 @@ struct CpuForward::Impl {
     for (int64_t r = 0; r < n; ++r) {
       if (add) add_inplace(&x[r * d], &proj[r * d], d);
       rk->rmsnorm(&x[r * d], w.data(), normed.row(r), d, c.rms_eps);
-      normed.prepare_row(*rk, r);
+      if (quantize) normed.prepare_row(*rk, r);
     }
     pending = false;
   }
@@ -416,8 +417,8 @@ struct CpuForward::Impl {
   /// x += MoE(h) with h = RMSNorm(x) * ffn_norm (FfnKind::kMoe, cpu/moe.h: route, expert-grouped
   /// GEMMs, weighted sum), the add left pending in proj.
   void ffn_moe_block(size_t il) {
-    const int64_t n = pass.n_rows;         // every segment's rows: routing is per row
-    norm(model.layers()[il].ffn_norm, n);  // h: rows x d, row-major in normed's f32 rows
+    const int64_t n = pass.n_rows;                             // every segment's rows: routing is per row
+    norm(model.layers()[il].ffn_norm, n, /*quantize=*/false);  // h: rows x d, normed's f32 rows
     const Profile::Scope ps(prof, Phase::kMoeFfn);
     moe->forward(model.layers()[il], experts[il], normed.row(0), n, proj.data(), c.n_embd);  // rows x d
     pending = true;

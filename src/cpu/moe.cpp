@@ -3,7 +3,7 @@
 // items write disjoint outputs:
 //   1. route every row (router logits, softmax, top-k, weights)             rows
 //   2. group the n x k (row, expert) pairs by expert (counting sort)         serial, O(n k + E)
-//   3. gather + round each grouped row's input (Q8_K etc. as the experts read) grouped rows
+//   3. round each input row (Q8_K etc. as the experts read), copy it to its grouped rows   rows
 //   4. gate and up of every expert over its rows                             (expert, matrix, row block)
 //   5. silu(gate) * up and its rounding for down                             grouped rows
 //   6. down of every expert over its rows                                    (expert, row block)
@@ -210,6 +210,20 @@ void MoeFfn::Grouped::quantize(const RowKernels& rk, const float* row, int64_t i
   }
 }
 
+void MoeFfn::Grouped::copy_row(const Grouped& from, int64_t src, int64_t dst) {
+  const auto copy = [&](auto& to, const auto& fr, int64_t per_row) {
+    if (to.empty()) return;
+    std::memcpy(to.data() + dst * per_row, fr.data() + src * per_row,
+                static_cast<size_t>(per_row) * sizeof(to[0]));
+  };
+  const int64_t nb = width / quant::kQK_K;
+  copy(q8k, from.q8k, nb);
+  copy(bs32, from.bs32, nb * 8);
+  copy(q8u, from.q8u, width);
+  copy(q80, from.q80, width / quant::kQK8_0);
+  copy(q80u, from.q80u, width);
+}
+
 MoeFfn::MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layers, int64_t max_rows, Isa isa,
                int n_threads)
     : c_(c), max_rows_(max_rows), n_threads_(std::max(1, n_threads)), rk_(&row_kernels(isa)) {
@@ -232,22 +246,25 @@ MoeFfn::MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layer
   }
   const auto rows = static_cast<size_t>(max_rows * c.n_expert_used);
   const int64_t d = c.n_embd, f = c.n_ff_exp;
-  auto size = [&](Grouped& g, int64_t width, const Needs& n, bool f32) {
+  auto size = [&](Grouped& g, int64_t width, const Needs& n, bool f32, size_t n_rows) {
     g.width = width;
     if (n.q8k) {
       // A K-quant matrix's n_in is a multiple of 256, a Q8_0 one's of 32 (make_matrix checks it).
-      g.q8k.resize(rows * static_cast<size_t>(width / quant::kQK_K));
+      g.q8k.resize(n_rows * static_cast<size_t>(width / quant::kQK_K));
       g.bs32.resize(g.q8k.size() * 8);
-      if (n.q8u) g.q8u.resize(rows * static_cast<size_t>(width));
+      if (n.q8u) g.q8u.resize(n_rows * static_cast<size_t>(width));
     }
     if (n.q80) {
-      g.q80.resize(rows * static_cast<size_t>(width / quant::kQK8_0));
-      if (n.q80u) g.q80u.resize(rows * static_cast<size_t>(width));
+      g.q80.resize(n_rows * static_cast<size_t>(width / quant::kQK8_0));
+      if (n.q80u) g.q80u.resize(n_rows * static_cast<size_t>(width));
     }
-    if (f32) g.f32.resize(rows * static_cast<size_t>(width));
+    if (f32) g.f32.resize(n_rows * static_cast<size_t>(width));
   };
-  size(in_, d, in_needs, in_needs.f32);
-  size(act_, f, act_needs, false);  // its f32 rows are gate_
+  size(in_, d, in_needs, in_needs.f32, rows);
+  // The n input rows' quantized forms, made once per row and copied into the grouped rows (rounding
+  // every grouped row instead would be k times the work).
+  size(rows_, d, in_needs, false, static_cast<size_t>(max_rows));
+  size(act_, f, act_needs, false, rows);  // its f32 rows are gate_
   gate_.resize(rows * static_cast<size_t>(f));
   up_.resize(rows * static_cast<size_t>(f));
   down_.resize(rows * static_cast<size_t>(d));
@@ -303,12 +320,14 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
   moe_group(routing_, groups_);
   const int64_t n_slots = n * k;
 
-  // 3. The grouped input rows.
+  // 3. The grouped input rows: each input row rounded once, then copied to its k grouped rows.
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t t = 0; t < n; ++t) rows_.quantize(*rk_, x + t * d, t);
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (int64_t i = 0; i < n_slots; ++i) {
-    const float* src = x + static_cast<int64_t>(groups_.src_row[i]) * d;
-    if (!in_.f32.empty()) std::memcpy(&in_.f32[i * d], src, static_cast<size_t>(d) * sizeof(float));
-    in_.quantize(*rk_, src, i);
+    const int64_t src = groups_.src_row[i];
+    if (!in_.f32.empty()) std::memcpy(&in_.f32[i * d], x + src * d, static_cast<size_t>(d) * sizeof(float));
+    in_.copy_row(rows_, src, i);
   }
 
   clock.mark(MoePass::kGather);

@@ -129,6 +129,8 @@ class MoeFfn {
     Activations view(const float* f32_rows, int64_t begin, int64_t count) const;
     /// Rounds one f32 row into grouped row i of the quantized forms.
     void quantize(const RowKernels& rk, const float* row, int64_t i);
+    /// Copies row `src` of `from` (the same width and forms) into row `dst`, every quantized form.
+    void copy_row(const Grouped& from, int64_t src, int64_t dst);
   };
 
   /// One GEMM work item: output rows [r0, r1) of matrix m over expert `expert`'s grouped rows, into
@@ -146,6 +148,7 @@ class MoeFfn {
   const RowKernels* rk_ = nullptr;
   MoeRouting routing_;
   MoeGroups groups_;
+  Grouped rows_;                  ///< the FFN input's n rows, quantized once (f32 stays in x)
   Grouped in_;                    ///< the FFN input, gathered in expert order
   Grouped act_;                   ///< silu(gate) * up, the down projection's input (f32 = gate_)
   std::vector<float> gate_, up_;  ///< n x k rows of n_ff_exp
