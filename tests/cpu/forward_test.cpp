@@ -136,7 +136,9 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
     std::printf("[figures] %s (%s): %s row rel RMS vs f64 reference %.2e (bound %.0e)%s\n", c.name.c_str(),
                 isa_name(isa), c.flip_bound > 0 ? "median" : "max", err, c.bound, also);
     EXPECT_LE(err, c.bound) << isa_name(isa);
-    if (c.flip_bound > 0) EXPECT_LE(max_err, c.flip_bound) << isa_name(isa);
+    if (c.flip_bound > 0) {
+      EXPECT_LE(max_err, c.flip_bound) << isa_name(isa);
+    }
 
     // The comparison is sharp enough to see a convention error: the other RoPE pairing is far off.
     ReferenceForward wrong = ref;
