@@ -70,7 +70,7 @@ void print_all_help(CLI::App& app, const std::vector<Command>& commands) {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{
-      "dllm: local inference for diffusion language models (LLaDA, Dream) from GGUF files.\n"
+      "dllm: local inference for diffusion language models (LLaDA, Dream, LLaDA-MoE, RND1) from GGUF files.\n"
       "Run 'dllm COMMAND --help' for the flags of one command.",
       "dllm"};
   app.require_subcommand(0, 1);
