@@ -34,28 +34,6 @@
 namespace dllm::cpu::qgemm {
 namespace {
 
-// Runs tile.template operator()<NT>(first token, prefetch span) over the token tiles of
-// split_tokens(n): tiles of 4, then of 3, then one of the 1-2 left; each takes a prefetch slice.
-template <class Tile>
-void for_token_tiles(int64_t n, Prefetcher& pf, Tile&& tile) {
-  const TokenSplit ts = split_tokens(n);
-  int64_t t = 0;
-  for (int64_t i = 0; i < ts.n4; ++i, t += 4) tile.template operator()<4>(t, pf.take());
-  for (int64_t i = 0; i < ts.n3; ++i, t += 3) tile.template operator()<3>(t, pf.take());
-  const Prefetcher::Span rest = pf.take();
-  switch (ts.rest) {
-    case 1:
-      tile.template operator()<1>(t, rest);
-      break;
-    case 2:
-      tile.template operator()<2>(t, rest);
-      break;
-    default:
-      rest.step(0, rest.lines);
-      break;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Q8_0: one group (w: its n_b blocks) x NT tokens; x / xu the first token's blocks / bytes (token
 // rows n_b blocks apart); y points at the group's row 0.

@@ -1,7 +1,7 @@
-// Two pieces every SIMD GEMM driver shares (qgemm_avx512.cpp, qgemm_ymm.h): the L2 prefetch of the
-// next weights spread over a group's token tiles, and the cut of the tokens into tiles. Included
-// only by those ISA files; everything sits in an anonymous namespace so that copies compiled with
-// different ISA flags never meet at link time.
+// What the SIMD GEMM drivers share (qgemm_avx512.cpp, qgemm_ymm.h, qgemm_bytes_ymm.h): the L2
+// prefetch of the next weights spread over a group's token tiles, and the cut of the tokens into
+// tiles (and the loop over them). Included only by those ISA files; everything sits in an anonymous
+// namespace so that copies compiled with different ISA flags never meet at link time.
 #pragma once
 
 #include <xmmintrin.h>
@@ -62,6 +62,28 @@ inline TokenSplit split_tokens(int64_t n) {
   s.n4 = (n - 3 * s.n3) / 4;
   s.rest = n - 4 * s.n4 - 3 * s.n3;
   return s;
+}
+
+// Runs tile.template operator()<NT>(first token, prefetch span) over the token tiles of
+// split_tokens(n): tiles of 4, then of 3, then one of the 1-2 left; each takes a prefetch slice.
+template <class Tile>
+void for_token_tiles(int64_t n, Prefetcher& pf, Tile&& tile) {
+  const TokenSplit ts = split_tokens(n);
+  int64_t t = 0;
+  for (int64_t i = 0; i < ts.n4; ++i, t += 4) tile.template operator()<4>(t, pf.take());
+  for (int64_t i = 0; i < ts.n3; ++i, t += 3) tile.template operator()<3>(t, pf.take());
+  const Prefetcher::Span rest = pf.take();
+  switch (ts.rest) {
+    case 1:
+      tile.template operator()<1>(t, rest);
+      break;
+    case 2:
+      tile.template operator()<2>(t, rest);
+      break;
+    default:
+      rest.step(0, rest.lines);
+      break;
+  }
 }
 
 }  // namespace

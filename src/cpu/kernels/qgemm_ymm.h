@@ -414,29 +414,10 @@ inline void gemm_q6_K8_ymm_avx2(const GemmArgs& a) {
                   g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Q6K8Block)) : 0,
                   ts.tiles());
     float* yg = a.y + g * kRows;
-    int64_t t = 0;
-    for (int64_t i = 0; i < ts.n4; ++i, t += 4) {
-      q6_K8_tile_avx2<2, 4>(wg, a.n_sb, a.x + t * a.n_sb, a.xu8 + t * row_bytes, yg + t * a.ldy, a.ldy, mask,
-                            pf.take());
-    }
-    for (int64_t i = 0; i < ts.n3; ++i, t += 3) {
-      q6_K8_tile_avx2<2, 3>(wg, a.n_sb, a.x + t * a.n_sb, a.xu8 + t * row_bytes, yg + t * a.ldy, a.ldy, mask,
-                            pf.take());
-    }
-    const Prefetcher::Span rest_pf = pf.take();
-    const auto* x = a.x + t * a.n_sb;
-    const uint8_t* xu = a.xu8 + t * row_bytes;
-    switch (ts.rest) {
-      case 1:
-        q6_K8_tile_avx2<2, 1>(wg, a.n_sb, x, xu, yg + t * a.ldy, a.ldy, mask, rest_pf);
-        break;
-      case 2:
-        q6_K8_tile_avx2<2, 2>(wg, a.n_sb, x, xu, yg + t * a.ldy, a.ldy, mask, rest_pf);
-        break;
-      default:
-        rest_pf.step(0, rest_pf.lines);
-        break;
-    }
+    for_token_tiles(a.n_tokens, pf, [&]<int NT>(int64_t t, Prefetcher::Span span) {
+      q6_K8_tile_avx2<2, NT>(wg, a.n_sb, a.x + t * a.n_sb, a.xu8 + t * row_bytes, yg + t * a.ldy, a.ldy, mask,
+                             span);
+    });
   }
 }
 
