@@ -39,9 +39,9 @@ namespace {
 // Keeps v in a register at this point of the program. The AVX2 routes add vpmaddubsw results in s16
 // (vpaddw); integer adds are associative, so GCC re-associates a sub-block's 8 adds into a tree,
 // computes all 64 products of a tile first and spills most of them to the stack (the Q4_K tile ran
-// at 0.24 of the vpmaddubsw peak that way, bench/qgemm_bench.cpp). An empty asm with v as an
-// in-out register operand is opaque to the optimizer, so each add stays where the source puts it.
-// The VNNI routes accumulate inside vpdpbusd and do not need it.
+// at 0.22 of the vpmaddubsw peak that way, bench/results/qgemm-vm-20261201T224317Z.json). An empty asm with v
+// as an in-out register operand is opaque to the optimizer, so each add stays where the source puts it. The
+// VNNI routes accumulate inside vpdpbusd and do not need it.
 inline void pin(__m256i& v) {
   asm("" : "+x"(v));
 }
@@ -88,8 +88,8 @@ void q4_K_tile(const Q4KBlock* w, int h0, int64_t n_sb, const quant::block_q8_K*
       for (int t = 0; t < NT; ++t) {
         for (int h = 0; h < NH; ++h) is[t][h] = _mm256_setzero_si256();
       }
-      // Unrolled: with pin() GCC kept this as a 4-trip loop (AVX2 microbenchmark, 1024 x 2048 x 18
-      // tokens: 1.11x median over 12 interleaved runs).
+      // Unrolled: with pin() GCC kept this as a 4-trip loop (the commit that added the pragma has
+      // its A/B).
 #pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {
         __m256i lo[NH];
