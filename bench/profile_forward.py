@@ -3,7 +3,9 @@
 (or --arch llada-moe --model FILE; same command shape as bench/e2e_bench.py: canvas = prompt + --gen, one block, --steps steps) and writes the
 per-phase wall and CPU ms per forward pass that dllm prints to stderr into
 bench/results/profile-<arch>-c<canvas>-t<threads>-<utc stamp>.json, with the machine, commit and command
-(for a MoE model also the routed block's passes and its expert GEMMs' int8 ops per CPU-second).
+(for a MoE model also the routed block's passes, its expert GEMMs' int8 ops per CPU-second, and that
+rate over the core's int8 peak, which qgemm_bench measures right before and right after the run: the
+host is shared, so a peak taken at another time would not be the same core's speed).
 
 Usage: python3 bench/profile_forward.py [--threads 2] [--steps 2] [--note TEXT]
 """
@@ -56,6 +58,22 @@ def parse_profile(stderr: str) -> dict:
     return result
 
 
+PEAK = re.compile(r"^(.*) peak: ([\d.]+) G int8 ops/s per core", re.M)
+
+
+def measure_peak(bindir: Path):
+    """(reference instruction, G int8 ops per core-second): qgemm_bench's peak probe alone (a filter that
+    matches no GEMM, no results file): zmm vpdpbusd where the CPU has AVX-512 VNNI, else ymm vpmaddubsw.
+    None when qgemm_bench is not built."""
+    tool = bindir / "qgemm_bench"
+    if not tool.exists():
+        return None
+    p = subprocess.run([str(tool), "--benchmark_filter=^$", "--benchmark_out=/dev/null"], capture_output=True,
+                       text=True)
+    m = PEAK.search(p.stdout)
+    return (m.group(1), float(m.group(2))) if m else None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", type=Path, default=Path(os.environ.get("DLLM_BIN_DIR", ROOT / "build" / "bin")))
@@ -73,7 +91,9 @@ def main():
            str(a.gen), "--block-length", str(a.gen), "--steps", str(a.steps), "--threads", str(a.threads),
            "--no-early-stop", "--json", "--device", "cpu"]  # the CPU profile (auto could take a GPU)
     before = e2e.loadavg()
+    peak_before = measure_peak(a.bin)
     p = subprocess.run(cmd, env={**os.environ, "DLLM_PROFILE": "1"}, capture_output=True, text=True)
+    peak_after = measure_peak(a.bin)
     if p.returncode != 0:
         raise SystemExit(f"ERROR: dllm run failed (exit {p.returncode}): {p.stderr.strip()[-500:]}")
     prof = parse_profile(p.stderr)
@@ -84,12 +104,21 @@ def main():
               "note": a.note, "loadavg_before": before, "loadavg_after": e2e.loadavg(), "canvas": canvas,
               "threads": a.threads, "units": "ms per forward pass; cpu = process CPU time of all threads",
               **prof}
+    if peak_before and peak_after:
+        result["int8_peak"] = {"reference": peak_before[0], "gops_per_core_before": peak_before[1],
+                               "gops_per_core_after": peak_after[1], "source": str(a.bin / "qgemm_bench")}
+        if "moe_expert_gemm_gops_per_cpu_s" in prof:
+            peak = (peak_before[1] + peak_after[1]) / 2
+            result["moe_expert_gemm_peak_frac"] = round(prof["moe_expert_gemm_gops_per_cpu_s"] / peak, 3)
     out = ROOT / "bench" / "results" / f"profile-{a.arch}-c{canvas}-t{a.threads}-{stamp}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     gemm = sum(v["cpu_ms"] for k, v in prof["phases"].items() if k.startswith("gemm"))
     total = prof["phases"]["total"]["cpu_ms"]
     print(f"{out.relative_to(ROOT)}: total {prof['phases']['total']['wall_ms']} wall ms, {total} CPU ms per "
           f"forward; GEMMs {gemm / total:.0%} of the CPU time")
+    if "moe_expert_gemm_peak_frac" in result:
+        print(f"expert GEMMs: {prof['moe_expert_gemm_gops_per_cpu_s']} G int8 ops per CPU-s = "
+              f"{result['moe_expert_gemm_peak_frac']} of the {result['int8_peak']['reference']} peak")
 
 
 if __name__ == "__main__":

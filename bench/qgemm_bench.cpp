@@ -15,7 +15,9 @@
 //    it was skipped ("peak_tile").
 // 2. GEMM: y = W x for W = n_out x n_in (4096x4096, 12288x4096, 4096x12288 Q4_K and Q6_K, and the
 //    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens; the MoE attention shapes
-//    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; every supported SIMD path (amx too,
+//    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; the MoE expert shapes (one expert,
+//    and 64 experts stacked so the weights stream from memory) at L = 18 in 128-row items; every
+//    supported SIMD path (amx too,
 //    with tile_peak_frac_cpu = Gops_cpu over the tile peak),
 //    1 and 2 threads splitting the rows as the forward pass does (about 64 work items per matrix,
 //    OpenMP dynamic schedule). Counters: Gops = 2 n_out n_in L / wall time / 1e9 and peak_frac = that
@@ -224,6 +226,9 @@ struct Shape {
   const char* name;
   GgmlType type;
   int64_t n_out, n_in;
+  /// Output rows per work item; 0: the forward pass's split (chunk_rows). The expert shapes use the
+  /// MoE block's 128-row items (src/cpu/moe.cpp expert_chunk_rows).
+  int64_t chunk = 0;
 };
 
 std::vector<uint8_t> random_blocks(const Shape& s) {
@@ -326,7 +331,7 @@ void BM_gemm(benchmark::State& state, Shape s, Isa isa, int64_t n_tokens, int n_
   const dllm::cpu::Activations x{a.f32.data(),  a.q8k.data(), n_tokens,     s.n_in,
                                  a.bs32.data(), a.u8.data(),  a.q80.data(), a.u80.data()};
   std::vector<float> y(size_t(n_tokens * s.n_out));
-  const int64_t chunk = chunk_rows(m);
+  const int64_t chunk = s.chunk > 0 ? s.chunk : chunk_rows(m);
   const int64_t n_items = (s.n_out + chunk - 1) / chunk;
   const double cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), real0 = clock_s(CLOCK_MONOTONIC);
   for (auto _ : state) {
@@ -437,15 +442,25 @@ int main(int argc, char** argv) {
       {"512x2048_Q8_0", GgmlType::Q8_0, 512, 2048},    // RND1 attn_k, attn_v
       {"2048x2048_Q5_K", GgmlType::Q5_K, 2048, 2048},  // LLaDA-MoE attn_output
       {"2048x4096_Q5_K", GgmlType::Q5_K, 2048, 4096},  // RND1 attn_output
+      // Mixture-of-experts expert GEMMs (LLaDA-MoE-7B-A1B: 64 experts of n_ff_exp 1024 over n_embd
+      // 2048): one expert's ffn_gate/up (L3-resident: the kernel with its weights in cache), and all 64
+      // experts' ffn_gate stacked into one matrix, so that each 128-row item streams its weights from
+      // memory as the MoE block's items do; at L = 18, the rows an expert sees at a 141-token canvas
+      // (141 x 8 / 64).
+      {"1024x2048_Q4_K", GgmlType::Q4_K, 1024, 2048, 128},    // one expert's ffn_gate / ffn_up
+      {"65536x2048_Q4_K", GgmlType::Q4_K, 65536, 2048, 128},  // 64 experts' ffn_gate_exps
+      {"2048x1024_Q6_K", GgmlType::Q6_K, 2048, 1024, 128},    // one expert's ffn_down (Q6_K layers)
   };
   for (const Shape& s : shapes) {
     const bool head = s.n_out == 126464;
     const bool moe = s.type == GgmlType::Q8_0 || s.type == GgmlType::Q5_K;
+    const bool expert = s.chunk > 0;
     for (Isa isa : {Isa::kAmx, Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
       if (!isa_supported(isa)) continue;
-      for (int64_t L : head  ? std::vector<int64_t>{32}
-                       : moe ? std::vector<int64_t>{32, 141}
-                             : std::vector<int64_t>{64, 141, 256, 512}) {
+      for (int64_t L : head     ? std::vector<int64_t>{32}
+                       : expert ? std::vector<int64_t>{18}
+                       : moe    ? std::vector<int64_t>{32, 141}
+                                : std::vector<int64_t>{64, 141, 256, 512}) {
         for (int threads : {1, 2}) {
           const std::string name = std::string(s.name) + "/" + dllm::isa_name(isa) +
                                    "/L:" + std::to_string(L) + "/threads:" + std::to_string(threads);
