@@ -3,8 +3,8 @@
 (or --arch llada-moe --model FILE; same command shape as bench/e2e_bench.py: canvas = prompt + --gen, one block, --steps steps) and writes the
 per-phase wall and CPU ms per forward pass that dllm prints to stderr into
 bench/results/profile-<arch>-c<canvas>-t<threads>-<utc stamp>.json, with the machine, commit and command
-(for a MoE model also the routed block's passes, its expert GEMMs' int8 ops per CPU-second, and that
-rate over the core's int8 peak, which qgemm_bench measures right before and right after the run: the
+(for a MoE model also the routed block's passes, how many experts got how many rows, its expert GEMMs'
+int8 ops per CPU-second, and that rate over the core's int8 peak, which qgemm_bench measures right before and right after the run: the
 host is shared, so a peak taken at another time would not be the same core's speed).
 
 Usage: python3 bench/profile_forward.py [--threads 2] [--steps 2] [--note TEXT]
@@ -51,6 +51,16 @@ def parse_profile(stderr: str) -> dict:
                 break
             moe[m.group(1)] = {"wall_ms": float(m.group(2)), "cpu_ms": float(m.group(3))}
         result["moe_passes"] = moe
+    # How the routed rows fell on the experts (per forward: (layer, expert) pairs and their rows).
+    hist_head = next((i for i, l in enumerate(lines) if l.startswith("moe rows per expert")), None)
+    if hist_head is not None:
+        hist = {}
+        for l in lines[hist_head + 2:]:
+            m = MOE_ROW.match(l.strip())
+            if not m:
+                break
+            hist[m.group(1)] = {"experts": float(m.group(2)), "rows": float(m.group(3))}
+        result["moe_rows_per_expert"] = hist
     rate = re.search(r"moe expert gemms: ([\d.]+) G int8 ops per CPU-s, ([\d.]+) G per wall-s", stderr)
     if rate:
         result["moe_expert_gemm_gops_per_cpu_s"] = float(rate.group(1))

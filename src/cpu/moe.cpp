@@ -97,6 +97,15 @@ void MoeFfn::print_times(int64_t forwards) const {
                  "moe expert gemms: %.1f G int8 ops per CPU-s, %.1f G per wall-s (%.3g G multiply-adds)\n",
                  2e-9 * times_.expert_macs / gemm(times_.cpu_s),
                  2e-9 * times_.expert_macs / gemm(times_.wall_s), 1e-9 * times_.expert_macs);
+    static constexpr const char* kBucketNames[] = {"0", "1-2", "3-8", "9-32", "33-128", ">128"};
+    static_assert(std::size(kBucketNames) == MoeTimes::kBuckets);
+    std::fprintf(stderr, "moe rows per expert, per forward pass:\n%-14s %10s %10s\n", "rows", "experts",
+                 "rows");
+    for (int b = 0; b < MoeTimes::kBuckets; ++b) {
+      std::fprintf(stderr, "%-14s %10.1f %10.1f\n", kBucketNames[b],
+                   static_cast<double>(times_.expert_count[b]) * per * 1e-3,
+                   static_cast<double>(times_.expert_rows[b]) * per * 1e-3);
+    }
   }
 }
 
@@ -335,6 +344,15 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
   // Experts in decreasing order of rows (ties by index), so the largest items are handed out first.
   std::iota(order_.begin(), order_.end(), 0);
   const auto rows_of = [&](int32_t e) { return groups_.begin[e + 1] - groups_.begin[e]; };
+  if (timing_) {
+    for (int64_t e = 0; e < E; ++e) {
+      const int64_t r = rows_of(static_cast<int32_t>(e));
+      int b = 0;
+      while (r > MoeTimes::kExpertRowBuckets[b]) ++b;
+      ++times_.expert_count[b];
+      times_.expert_rows[b] += r;
+    }
+  }
   // Insertion sort: stable, no allocation (std::stable_sort may allocate), E <= 1024.
   for (size_t i = 1; i < order_.size(); ++i) {
     const int32_t e = order_[i];

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -81,11 +82,19 @@ enum class MoePass { kRoute, kGather, kGateUp, kSiluMul, kDown, kCombine, kCount
 
 /// Time spent in each pass since the last reset (when timing is on): wall seconds and this process's
 /// CPU seconds (all threads), and the multiply-adds of the expert GEMMs (gate, up and down over
-/// every routed row: n k (2 n_embd n_ff_exp + n_ff_exp n_embd) per forward()).
+/// every routed row: n k (2 n_embd n_ff_exp + n_ff_exp n_embd) per forward()), and how the routed rows
+/// fell on the experts: expert_rows[b] counts (layer pass, expert) pairs whose row count lies in bucket b
+/// of kExpertRowBuckets (an expert with few rows streams all its weights for little work, so this
+/// explains the expert GEMMs' rate), with the routed rows those experts took.
 struct MoeTimes {
+  /// Upper bounds (inclusive) of the buckets of rows per expert: 0, 1-2, 3-8, 9-32, 33-128, more.
+  static constexpr int64_t kExpertRowBuckets[] = {0, 2, 8, 32, 128, INT64_MAX};
+  static constexpr int kBuckets = static_cast<int>(std::size(kExpertRowBuckets));
   double wall_s[static_cast<int>(MoePass::kCount)] = {};
   double cpu_s[static_cast<int>(MoePass::kCount)] = {};
   double expert_macs = 0;
+  int64_t expert_count[kBuckets] = {};  ///< (layer pass, expert) pairs per bucket
+  int64_t expert_rows[kBuckets] = {};   ///< routed rows those pairs took
 };
 
 /// The block above with its scratch, sized once for up to max_rows rows (no allocation in forward()).

@@ -297,6 +297,60 @@ TEST_P(MoeBlock, MatchesF64Reference) {
   }
 }
 
+// The profile's histogram of rows per expert (MoeTimes::expert_count / expert_rows) against the
+// f64 reference's routing of the same rows, bucketed here by hand: every expert of every pass in one
+// bucket, every routed row (n k per pass) counted once.
+TEST(MoeTimes, RowsPerExpertHistogramFollowsTheRouting) {
+  const BlockCase c{"llada_moe_q4km", "llada-moe", WeightMix::kQ4KM};
+  const SyntheticSpec spec = block_spec(c);
+  test::TempDir dir;
+  const std::string path = (dir / "m.gguf").string();
+  const SyntheticModel synth = test::write_synthetic_model(spec, path);
+  const auto file = gguf::GgufFile::open(path);
+  const auto model = model::Model::load(file);
+  const ReferenceForward ref{.m = synth, .neox = true, .q8k_inputs = true};
+  // 32 copies of one row and 2 of another: their experts get 32 and 2 rows (34 where they share
+  // one), the rest none, so counts fall on the buckets' edges.
+  const int64_t n = 34, d = spec.n_embd, E = spec.n_expert, k = spec.n_expert_used;
+  std::vector<float> x(n * d);
+  for (int64_t t = 0; t < n; ++t) {
+    const auto row = test::random_vector(d, t < 32 ? 900 : 901);
+    std::copy(row.begin(), row.end(), x.begin() + t * d);
+  }
+  const int layer = 1;
+  std::vector<int64_t> rows(E, 0);
+  for (int64_t t = 0; t < n; ++t) {
+    const auto w = ref.moe_ffn(layer, std::vector<double>(x.begin() + t * d, x.begin() + (t + 1) * d));
+    for (const int e : w.experts) ++rows[e];
+  }
+  // Buckets 0, 1-2, 3-8, 9-32, 33-128, >128 (moe.h), two forward passes.
+  const int64_t upper[] = {0, 2, 8, 32, 128};
+  int64_t want_count[6] = {}, want_rows[6] = {};
+  for (const int64_t r : rows) {
+    int b = 0;
+    while (b < 5 && r > upper[b]) ++b;
+    want_count[b] += 2;
+    want_rows[b] += 2 * r;
+  }
+
+  std::vector<cpu::MoeExperts> experts;
+  for (const auto& lw : model.layers()) experts.push_back(cpu::make_moe_experts(model, lw, Isa::kScalar));
+  cpu::MoeFfn block(model.config(), experts, n, Isa::kScalar, 1);
+  block.set_timing(true);
+  std::vector<float> out(n * d);
+  for (int pass = 0; pass < 2; ++pass)
+    block.forward(model.layers()[layer], experts[layer], x.data(), n, out.data(), d);
+  ASSERT_EQ(cpu::MoeTimes::kBuckets, 6);
+  int64_t total_rows = 0;
+  for (int b = 0; b < 6; ++b) {
+    EXPECT_EQ(block.times().expert_count[b], want_count[b]) << "bucket " << b;
+    EXPECT_EQ(block.times().expert_rows[b], want_rows[b]) << "bucket " << b;
+    total_rows += block.times().expert_rows[b];
+  }
+  EXPECT_EQ(total_rows, 2 * n * k);
+  EXPECT_GT(want_count[0], 0) << "the inputs no longer leave an expert without rows";
+}
+
 INSTANTIATE_TEST_SUITE_P(Blocks, MoeBlock,
                          ::testing::Values(BlockCase{"llada_moe_q4km", "llada-moe", WeightMix::kQ4KM},
                                            BlockCase{"rnd1_q4km", "rnd1", WeightMix::kQ4KM},
