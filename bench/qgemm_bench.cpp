@@ -16,7 +16,9 @@
 // 2. GEMM: y = W x for W = n_out x n_in (4096x4096, 12288x4096, 4096x12288 Q4_K and Q6_K, and the
 //    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens; the MoE attention shapes
 //    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; the MoE expert shapes (one expert,
-//    and 64 experts stacked so the weights stream from memory) at L = 18 in 128-row items; every
+//    and 64 experts stacked so the weights stream from memory) at L = 18 in 128-row items, and the
+//    whole MoE block (cpu::MoeFfn) on one LLaDA-MoE layer at L = 141 with the rows spread over the
+//    experts (BM_moe_block); every
 //    supported SIMD path (amx too,
 //    with tile_peak_frac_cpu = Gops_cpu over the tile peak),
 //    1 and 2 threads splitting the rows as the forward pass does (about 64 work items per matrix,
@@ -35,6 +37,7 @@
 
 #include <time.h>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +55,9 @@
 #include "cpu/kernels/qgemm.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/matmul.h"
+#include "cpu/moe.h"
+#include "model/config.h"
+#include "model/model.h"
 #include "quant/quant.h"
 
 namespace {
@@ -262,6 +268,19 @@ std::vector<uint8_t> random_blocks(const Shape& s) {
   return bytes;
 }
 
+/// A packed matrix of s's shape and type over random_blocks(s), for `isa` (its own copy of the bytes).
+std::unique_ptr<dllm::cpu::Matrix> random_matrix(const Shape& s, Isa isa) {
+  const std::vector<uint8_t> bytes = random_blocks(s);
+  dllm::gguf::TensorInfo t;
+  t.name = s.name;
+  t.n_dims = 2;
+  t.ne[0] = s.n_in;
+  t.ne[1] = s.n_out;
+  t.type = s.type;
+  t.n_bytes = bytes.size();
+  return dllm::cpu::make_matrix(t, bytes.data(), isa);
+}
+
 // One packed matrix at a time (the LM head is 430 MB packed): rebuilt when the shape or ISA changes.
 struct Cache {
   std::string key;
@@ -273,15 +292,7 @@ const dllm::cpu::Matrix& matrix(const Shape& s, Isa isa) {
   const std::string key = std::string(s.name) + "/" + dllm::isa_name(isa);
   if (g_cache.key != key) {
     g_cache.m.reset();
-    const std::vector<uint8_t> bytes = random_blocks(s);
-    dllm::gguf::TensorInfo t;
-    t.name = s.name;
-    t.n_dims = 2;
-    t.ne[0] = s.n_in;
-    t.ne[1] = s.n_out;
-    t.type = s.type;
-    t.n_bytes = bytes.size();
-    g_cache.m = dllm::cpu::make_matrix(t, bytes.data(), isa);
+    g_cache.m = random_matrix(s, isa);
     g_cache.key = key;
   }
   return *g_cache.m;
@@ -354,6 +365,66 @@ void BM_gemm(benchmark::State& state, Shape s, Isa isa, int64_t n_tokens, int n_
     state.counters["tile_peak_frac_cpu"] = ops / cpu_s / g_peak_tile.median;
   state.counters["threads"] = n_threads;
   state.counters["L"] = double(n_tokens);
+}
+
+// The whole MoE FFN block (cpu::MoeFfn::forward) on one LLaDA-MoE-7B-A1B layer: 64 experts of
+// n_ff_exp 1024 over n_embd 2048 (ffn_gate / ffn_up Q4_K, ffn_down `down` type: Q4_K, or Q6_K as in
+// llama-quantize's use_more_bits layers), 8 used, L distinct input rows of RMS 1 and a router of
+// N(0, 1 / n_embd) weights, so the router logits spread about 1 and the rows fall on the experts
+// about evenly (L x 8 / 64 each, as a trained model's balanced routing would; the synthetic GGUF's
+// identical mask rows instead all pick the same few experts, see docs/kernels.md). Counters as
+// BM_gemm's, over the expert GEMMs' multiply-adds (3 n_embd n_ff_exp per routed row) and the CPU
+// time of the block's gate/up and down passes (MoeTimes, as DLLM_PROFILE reports it); block_Gops_cpu
+// is over the whole block's CPU time (routing, rounding, SwiGLU and the weighted sum included).
+void BM_moe_block(benchmark::State& state, GgmlType down, Isa isa, int64_t n_rows, int n_threads) {
+  using dllm::cpu::MoePass;
+  dllm::model::ModelConfig c;
+  c.arch = dllm::model::Arch::kLladaMoe;
+  c.arch_name = "llada-moe";
+  c.n_embd = 2048;
+  c.n_expert = 64;
+  c.n_expert_used = 8;
+  c.n_ff_exp = 1024;
+  const Shape gate_s{"ffn_gate_exps", GgmlType::Q4_K, c.n_ff_exp, c.n_embd};
+  const Shape down_s{"ffn_down_exps", down, c.n_embd, c.n_ff_exp};
+  std::vector<dllm::cpu::MoeExperts> layers(1);
+  for (int64_t e = 0; e < c.n_expert; ++e) {
+    // Each expert its own packed copy, so the block streams 64 experts' weights as a layer does.
+    layers[0].gate.push_back(random_matrix(gate_s, isa));
+    layers[0].up.push_back(random_matrix(gate_s, isa));
+    layers[0].down.push_back(random_matrix(down_s, isa));
+  }
+  dllm::model::LayerWeights lw;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> router(0.0f, 1.0f / std::sqrt(float(c.n_embd)));
+  lw.ffn_gate_inp.resize(size_t(c.n_expert * c.n_embd));
+  for (float& v : lw.ffn_gate_inp) v = router(rng);
+  const Acts a = random_acts(n_rows, c.n_embd);
+  std::vector<float> out(size_t(n_rows * c.n_embd));
+  dllm::cpu::MoeFfn block(c, layers, n_rows, isa, n_threads);
+  block.set_timing(true);
+  const double cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+  for (auto _ : state) {
+    block.forward(lw, layers[0], a.f32.data(), n_rows, out.data(), c.n_embd);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double block_cpu_s = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  const dllm::cpu::MoeTimes& t = block.times();
+  const double gemm_cpu_s = t.cpu_s[int(MoePass::kGateUp)] + t.cpu_s[int(MoePass::kDown)];
+  const double gemm_wall_s = t.wall_s[int(MoePass::kGateUp)] + t.wall_s[int(MoePass::kDown)];
+  const double ops = 2.0 * t.expert_macs;
+  state.counters["Gops"] = ops / gemm_wall_s / 1e9;
+  state.counters["peak_frac"] = ops / gemm_wall_s / (g_peak_zmm.median * n_threads);
+  state.counters["Gops_cpu"] = ops / gemm_cpu_s / 1e9;
+  state.counters["peak_frac_cpu"] = ops / gemm_cpu_s / g_peak_zmm.median;
+  state.counters["block_Gops_cpu"] = ops / block_cpu_s / 1e9;
+  // How evenly the rows fell: the share of routed rows on experts with 9-32 rows (bucket 3).
+  double rows = 0;
+  for (int b = 0; b < dllm::cpu::MoeTimes::kBuckets; ++b) rows += double(t.expert_rows[b]);
+  state.counters["rows_on_9_to_32_row_experts"] = rows > 0 ? double(t.expert_rows[3]) / rows : 0;
+  state.counters["threads"] = n_threads;
+  state.counters["L"] = double(n_rows);
 }
 
 using dllm::bench::repo_root;
@@ -469,6 +540,21 @@ int main(int argc, char** argv) {
               ->UseRealTime()
               ->MinTime(0.3);
         }
+      }
+    }
+  }
+
+  // The MoE block at a 141-token canvas, rows spread over the experts (BM_moe_block).
+  for (const GgmlType down : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
+      if (!isa_supported(isa)) continue;
+      for (int threads : {1, 2}) {
+        const std::string name = std::string("moe_block_llada_moe_down_") + dllm::gguf::type_name(down) +
+                                 "/" + dllm::isa_name(isa) + "/L:141/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), BM_moe_block, down, isa, int64_t{141}, threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->MinTime(0.3);
       }
     }
   }
