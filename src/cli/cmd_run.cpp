@@ -11,8 +11,8 @@ namespace dllm::cli {
 Command add_run_command(CLI::App& root) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub =
-      root.add_subcommand("run", "Generate an answer to a prompt with a LLaDA or Dream GGUF model");
+  CLI::App* sub = root.add_subcommand(
+      "run", "Generate an answer to a prompt with a LLaDA, Dream, LLaDA-MoE or RND1 GGUF model");
   add_model_flags(*sub, o->model);
   add_prompt_flags(*sub, *o);
   sub->add_option("-n,--max-tokens", o->max_tokens,

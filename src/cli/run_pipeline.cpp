@@ -127,7 +127,7 @@ std::string effective_steps_note(const diffusion::SamplerParams& p, bool steps_g
     for (int64_t k : counts) run += k > 0 ? 1 : 0;
     run *= nb;
     if (run == p.steps) return "";
-    return "llada: " + std::to_string(run) + " forward passes for " + requested + ": a block of " +
+    return "llada loop: " + std::to_string(run) + " forward passes for " + requested + ": a block of " +
            std::to_string(p.block_length) + " tokens gets " + std::to_string(p.steps / nb) +
            " steps, more than its tokens, so the steps that would commit nothing are skipped";
   }
@@ -147,7 +147,7 @@ std::string effective_steps_note(const diffusion::SamplerParams& p, bool steps_g
   }
   if (run == p.steps) return "";
   if (n_empty > 3) empty += ", ...";
-  return "dream: " + std::to_string(run) + " forward passes for " + requested +
+  return "dream loop: " + std::to_string(run) + " forward passes for " + requested +
          ": Dream's schedule reveals int(masks * (1 - s/t)) tokens at step i (t, s = timesteps[i], [i+1] "
          "of " +
          "linspace(1, " + fmt(p.eps) + ", steps + 1)), which is 0 at step " + empty + "; " +
@@ -303,11 +303,15 @@ int run_generate(RunOptions& o) {
 
   if (o.verbose) {
     std::fprintf(stderr, "model: %s\n", report.model_path.c_str());
-    std::fprintf(stderr, "arch: %s (%lld layers, n_embd %lld, %lld/%lld heads, n_ff %lld, vocab %lld)\n",
+    // A MoE layer's FFN is its experts (a dense n_ff in the file is unused there).
+    const std::string ffn = cfg.is_moe() ? std::to_string(cfg.n_expert) + " experts of n_ff " +
+                                               std::to_string(cfg.n_ff_exp) + ", " +
+                                               std::to_string(cfg.n_expert_used) + " used"
+                                         : "n_ff " + std::to_string(cfg.n_ff);
+    std::fprintf(stderr, "arch: %s (%lld layers, n_embd %lld, %lld/%lld heads, %s, vocab %lld)\n",
                  cfg.arch_name.c_str(), static_cast<long long>(cfg.n_layer),
                  static_cast<long long>(cfg.n_embd), static_cast<long long>(cfg.n_head),
-                 static_cast<long long>(cfg.n_head_kv), static_cast<long long>(cfg.n_ff),
-                 static_cast<long long>(cfg.n_vocab));
+                 static_cast<long long>(cfg.n_head_kv), ffn.c_str(), static_cast<long long>(cfg.n_vocab));
     std::fprintf(stderr, "quantization: %s\n", report.quant_mix.c_str());
     if (report.device == "cpu") {
       std::fprintf(stderr, "%s\n", describe_isa(parse_isa(report.isa)).c_str());

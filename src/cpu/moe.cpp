@@ -94,9 +94,11 @@ void MoeFfn::print_times(int64_t forwards) const {
   };
   if (gemm(times_.cpu_s) > 0) {
     std::fprintf(stderr,
-                 "moe expert gemms: %.1f G int8 ops per CPU-s, %.1f G per wall-s (%.3g G multiply-adds)\n",
+                 "moe expert gemms: %.1f G int8 ops per CPU-s, %.1f G per wall-s (%.3g G multiply-adds per "
+                 "forward pass)\n",
                  2e-9 * times_.expert_macs / gemm(times_.cpu_s),
-                 2e-9 * times_.expert_macs / gemm(times_.wall_s), 1e-9 * times_.expert_macs);
+                 2e-9 * times_.expert_macs / gemm(times_.wall_s),
+                 1e-9 * times_.expert_macs / static_cast<double>(forwards));
     static constexpr const char* kBucketNames[] = {"0", "1-2", "3-8", "9-32", "33-128", ">128"};
     static_assert(std::size(kBucketNames) == MoeTimes::kBuckets);
     std::fprintf(stderr, "moe rows per expert, per forward pass:\n%-14s %10s %10s\n", "rows", "experts",

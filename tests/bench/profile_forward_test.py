@@ -20,7 +20,7 @@ pass              wall ms     cpu ms
 route                23.6       44.1
 gate/up             329.5      648.3
 down                181.2      358.3
-moe expert gemms: 225.6 G int8 ops per CPU-s, 445.2 G per wall-s (227 G multiply-adds)
+moe expert gemms: 225.6 G int8 ops per CPU-s, 445.2 G per wall-s (113 G multiply-adds per forward pass)
 moe rows per expert, per forward pass:
 rows              experts       rows
 0                   847.0        0.0

@@ -77,6 +77,17 @@ TEST(Moe, Rnd1IsABaseModelFedRawText) {
   EXPECT_GT(moe.out.size(), moe_raw.out.size());
 }
 
+// --verbose names the experts in the arch line, as ../shared/reference/README.md lists them for both
+// tiny files (8 experts, 2 used, expert ffn 256), instead of the dense n_ff a MoE layer does not use.
+TEST(Moe, VerboseArchLineNamesTheExperts) {
+  for (const std::string arch : {"llada-moe", "rnd1"}) {
+    const RunResult r = run_dllm({"run", "--model", moe_path(arch), "Hi", "--max-tokens", "8", "-v"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("arch: " + arch + " (4 layers, n_embd 256, "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(", 8 experts of n_ff 256, 2 used, vocab "), std::string::npos) << r.err;
+  }
+}
+
 TEST(Moe, GpuSaysMoeRunsOnTheCpu) {
   for (const std::string arch : {"llada-moe", "rnd1"}) {
     const RunResult r =
