@@ -456,7 +456,9 @@ struct GgufFile::Impl {
         fail(ctx + " data [" + std::to_string(t.offset) + ", +" + std::to_string(t.n_bytes) +
              " bytes) at file offset " + std::to_string(data_offset) + " + " + std::to_string(t.offset) +
              " runs past the end of the file (size " + std::to_string(size) + "; " +
-             std::to_string(data_size) + " bytes of tensor data): truncated file?");
+             std::to_string(data_size) +
+             " bytes of tensor data): truncated file? (an interrupted download or copy, or a corrupt "
+             "tensor table: download or copy it again)");
     }
     // No two tensors may share bytes (a corrupted offset would alias another weight).
     std::vector<const TensorInfo*> by_offset;

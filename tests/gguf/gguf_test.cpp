@@ -501,7 +501,8 @@ TEST(GgufMalformed, TruncatedNamesTheField) {
 TEST(GgufMalformed, TensorDataPastTheEnd) {
   Raw r = one_tensor_file();
   r.b.resize(r.b.size() - 4);  // last 4 bytes of the only tensor missing
-  EXPECT_ERROR_HAS(r.b, "tensor 'w'", "runs past the end of the file", "truncated file?");
+  EXPECT_ERROR_HAS(r.b, "tensor 'w'", "runs past the end of the file", "truncated file?",
+                   "download or copy it again");
   // Offset + size wraps around 2^64: must not pass as "in range".
   EXPECT_ERROR_HAS(one_tensor_file(kF32, {8}, std::numeric_limits<uint64_t>::max() - 31).b, "tensor 'w'",
                    "runs past the end of the file");
