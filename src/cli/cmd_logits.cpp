@@ -37,7 +37,9 @@ int run_logits(const LogitsOptions& o) {
   // written directly).
   AtomicFile out(o.out, "--out");
   if (o.tokens.empty() == o.tokens_file.empty()) {
-    throw UsageError("logits needs exactly one of --tokens \"ID ID ...\" or --tokens-file FILE");
+    throw UsageError(
+        "logits needs token ids: give exactly one of --tokens \"ID ID ...\" (not empty) or --tokens-file "
+        "FILE");
   }
   const std::vector<int32_t> tokens =
       o.tokens_file.empty() ? parse_ids(o.tokens, "--tokens") : read_ids_file(o.tokens_file);

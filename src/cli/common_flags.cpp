@@ -31,8 +31,11 @@ CLI::Validator whole_number(int64_t min) {
   return CLI::Validator(
       [min](std::string& v) -> std::string {
         if (whole_in(v, min, std::numeric_limits<int64_t>::max())) return "";
-        // A whole number outside what int64 holds: say the range rather than "a whole number".
-        if (looks_whole(v) && v[0] != '-') {
+        // A whole number beyond what int64 holds: say the range rather than "a whole number". One that
+        // int64 holds but below min (0 for >= 1) gets the rule alone: its upper end says nothing there.
+        const bool fits =
+            whole_in(v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+        if (looks_whole(v) && v[0] != '-' && !fits) {
           return "must be a whole number from " + std::to_string(min) + " to " +
                  std::to_string(std::numeric_limits<int64_t>::max()) + ", got '" + v + "'";
         }

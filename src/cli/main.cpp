@@ -124,9 +124,17 @@ int run_cli(int argc, char** argv) {
     const auto chosen = app.get_subcommands();
     const std::string where = chosen.empty() ? "dllm --help" : "dllm " + chosen[0]->get_name() + " --help";
     std::string message = e.what();
-    // A stray word after the prompt is almost always an unquoted prompt of several words.
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) && message.find("expected: -") == std::string::npos) {
+    // A stray word after the prompt is almost always an unquoted prompt of several words (for the
+    // commands that take one: add_prompt_flags' PROMPT positional).
+    const bool takes_prompt = !chosen.empty() && chosen[0]->get_option_no_throw("PROMPT") != nullptr;
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) && takes_prompt &&
+        message.find("expected: -") == std::string::npos) {
       message += "; quote a prompt of several words";
+    }
+    // An option given last without its value: CLI11 says "--opt: 1 required INT:INT>=1 missing".
+    if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) && message.ends_with(" missing")) {
+      const size_t colon = message.find(": ");
+      if (colon != std::string::npos) message = message.substr(0, colon) + ": needs a value";
     }
     throw UsageError(message + " (see '" + where + "')");
   }

@@ -400,6 +400,29 @@ TEST(CliErrors, BadFlag) {
   EXPECT_EQ(r.out, "");
 }
 
+// A stray word: run and tokenize take a prompt, so the hint says to quote it; inspect takes none.
+TEST(CliErrors, StrayWordHintOnlyWhereAPromptIsTaken) {
+  RunResult r = run_dllm({"tokenize", "--model", llada_path(), "two", "words"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("quote a prompt of several words"), std::string::npos) << r.err;
+  r = run_dllm({"inspect", llada_path(), "extra"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("extra"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("prompt"), std::string::npos) << r.err;
+}
+
+// logits --tokens "" is no token ids: the message says the list must not be empty.
+TEST(CliErrors, LogitsWithAnEmptyTokenList) {
+  TempDir dir;
+  const RunResult r =
+      run_dllm({"logits", "--model", llada_path(), "--tokens", "", "--out", (dir / "l.f32").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("(not empty)"), std::string::npos) << r.err;
+}
+
 TEST(CliErrors, BadFlagValues) {
   const std::vector<std::vector<std::string>> cases = {
       {"--max-tokens", "abc"}, {"--max-tokens", "0"}, {"--steps", "-3"},       {"--temperature", "-1"},

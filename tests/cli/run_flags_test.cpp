@@ -118,9 +118,18 @@ TEST(RunFlags, NumbersTooLargeSayTheRange) {
                   "--max-tokens: must be a whole number from 1 to 9223372036854775807, got "
                   "'99999999999999999999'"))
       << r.err;
-  // Not a number at all: the rule without the range, as before.
+  // Not a number at all, or one below the minimum: the rule without the range.
   r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "-n", "abc"});
   EXPECT_TRUE(has(r.err, "--max-tokens: must be a whole number >= 1, got 'abc'")) << r.err;
+  r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "-n", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_TRUE(has(r.err, "--max-tokens: must be a whole number >= 1, got '0'")) << r.err;
+  // The option last, without its value.
+  r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "-n"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(is_one_error_line(r.err)) << r.err;
+  EXPECT_TRUE(has(r.err, "ERROR: --max-tokens: needs a value (see 'dllm run --help')")) << r.err;
 
   TempDir dir;
   r = run_dllm({"logits", "--model", llada_path(), "--tokens", "1 2", "--rows", "99999999999999999999",
