@@ -121,8 +121,10 @@ class MoeFfn {
   }
   const MoeTimes& times() const { return times_; }
   /// When timing is on: per pass wall and CPU ms per forward pass (over `forwards` passes) to stderr,
-  /// and the expert GEMMs' rate, 2 x expert_macs / CPU seconds of gate/up + down (int8 ops per
-  /// CPU-second, comparable with qgemm_bench's peak per core). Nothing when off or unused.
+  /// the expert GEMMs' rate, 2 x expert_macs / CPU seconds of gate/up + down (int8 ops per
+  /// CPU-second, comparable with qgemm_bench's peak per core) with their multiply-adds per forward
+  /// pass, and the rows-per-expert histogram (MoeTimes::expert_count / expert_rows) per forward pass.
+  /// Nothing when off or unused.
   void print_times(int64_t forwards) const;
 
  private:
