@@ -6,7 +6,16 @@
 #include <string>
 #include <system_error>
 
+#include "build_info.h"  // generated at build time (cmake/build_info.cmake)
+
 namespace dllm::bench {
+
+/// The commit this binary was built from, as `dllm --version` names it (12 hex digits, "-dirty" when
+/// tracked files differed from it at build time, "unknown" outside a git checkout). Not the checkout's
+/// HEAD at run time: a results file must name the code that produced it.
+inline std::string build_commit() {
+  return DLLM_GIT_COMMIT;
+}
 
 /// stdout of a shell command with trailing newlines and spaces removed; "" when it cannot run.
 /// Used for provenance only (git commit, CPU model), never for a figure.

@@ -59,7 +59,8 @@ nlohmann::json machine() {
   for (std::string line; std::getline(info, line);) {
     const auto value = [&] { return line.substr(line.find(':') + 2); };
     if (cpu.empty() && line.rfind("model name", 0) == 0) cpu = value();
-    if (flags.empty() && line.rfind("flags", 0) == 0) flags = " " + value() + " ";
+    // Appended, not " " + value(): GCC 12 warns (-Wrestrict) on that operator+ though it is correct.
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags.append(" ").append(value()).append(" ");
   }
   nlohmann::json isa = nlohmann::json::array();
   for (const char* f : {"avx2", "avx_vnni", "avx512f", "avx512_vnni"})
@@ -219,7 +220,7 @@ int main(int argc, char** argv) {
     nlohmann::json doc = {
         {"bench", "engine"},
         {"date", utc_now("%Y-%m-%dT%H:%M:%SZ")},
-        {"commit", bench::run_command("git -C " + root.string() + " rev-parse --short HEAD")},
+        {"commit", bench::build_commit()},
         {"machine", machine()},
         {"model", stem},
         {"threads", threads},

@@ -492,7 +492,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("peak_tile", why);
   }
   benchmark::AddCustomContext("machine", run_command("lscpu | sed -n 's/^Model name: *//p'"));
-  benchmark::AddCustomContext("commit", run_command("git -C '" + root.string() + "' rev-parse HEAD"));
+  benchmark::AddCustomContext("commit", dllm::bench::build_commit());
   benchmark::AddCustomContext("command", command);
   // Spinning OpenMP threads count as CPU time; passive waiting keeps the per-thread rate honest on a
   // shared machine, so the policy belongs with the figures.

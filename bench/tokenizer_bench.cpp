@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
   r["kind"] = "tokenizer";
   r["date"] = date;
   r["machine"] = machine();
-  r["commit"] = run_command("git -C '" + root.string() + "' rev-parse HEAD");
+  r["commit"] = dllm::bench::build_commit();
   r["command"] = command;
   r["note"] = note;
   r["load_avg_before"] = load_before;
