@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
     }
     const std::string stem = std::filesystem::path(model_path).stem().string();
     std::string cs, ks;
-    for (int c : concurrency) cs += (cs.empty() ? "" : ",") + std::to_string(c);
+    for (int c : concurrency) cs.append(cs.empty() ? "" : ",").append(std::to_string(c));
     for (const std::string& k : caches) ks += (ks.empty() ? "" : ",") + k;
     nlohmann::json doc = {
         {"bench", "engine"},
