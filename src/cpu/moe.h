@@ -83,9 +83,9 @@ enum class MoePass { kRoute, kGather, kGateUp, kSiluMul, kDown, kCombine, kCount
 /// Time spent in each pass since the last reset (when timing is on): wall seconds and this process's
 /// CPU seconds (all threads), and the multiply-adds of the expert GEMMs (gate, up and down over
 /// every routed row: n k (2 n_embd n_ff_exp + n_ff_exp n_embd) per forward()), and how the routed rows
-/// fell on the experts: expert_rows[b] counts (layer pass, expert) pairs whose row count lies in bucket b
-/// of kExpertRowBuckets (an expert with few rows streams all its weights for little work, so this
-/// explains the expert GEMMs' rate), with the routed rows those experts took.
+/// fell on the experts: expert_count[b] counts the (forward() call, expert) pairs whose row count lies
+/// in bucket b of kExpertRowBuckets, expert_rows[b] the routed rows those pairs took (an expert with
+/// few rows streams all its weights for little work, so this explains the expert GEMMs' rate).
 struct MoeTimes {
   /// Upper bounds (inclusive) of the buckets of rows per expert: 0, 1-2, 3-8, 9-32, 33-128, more.
   static constexpr int64_t kExpertRowBuckets[] = {0, 2, 8, 32, 128, INT64_MAX};
@@ -93,7 +93,7 @@ struct MoeTimes {
   double wall_s[static_cast<int>(MoePass::kCount)] = {};
   double cpu_s[static_cast<int>(MoePass::kCount)] = {};
   double expert_macs = 0;
-  int64_t expert_count[kBuckets] = {};  ///< (layer pass, expert) pairs per bucket
+  int64_t expert_count[kBuckets] = {};  ///< (forward() call, expert) pairs per bucket
   int64_t expert_rows[kBuckets] = {};   ///< routed rows those pairs took
 };
 
