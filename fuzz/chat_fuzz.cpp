@@ -1,5 +1,6 @@
 // libFuzzer harness: a system message and a user message rendered through each built-in chat
-// template (LLaDA's Llama-3 headers, Dream's ChatML, none) and tokenized as `run` does.
+// template (LLaDA's Llama-3 headers, Dream's ChatML, LLaDA-MoE's role template, none) and tokenized as
+// `run` does.
 //
 // Input: byte 0 = flags; the rest split at 0xFF bytes (never part of valid UTF-8) into fields.
 //   bits 0-1  tokenizer: 0-2 a reference model's (mod the number loaded), 3 a small byte-level
@@ -15,7 +16,7 @@
 // unsupported template, a marker missing from the vocabulary); the ids are in range and start with
 // BOS when the tokenizer adds one; their pieces (control tokens rendered) spell render_chat()'s
 // text; that text ends with the user turn as the template writes it, with the message trimmed by
-// an independent Python str.strip() for LLaDA and untouched for ChatML.
+// an independent Python str.strip() for LLaDA and untouched for ChatML and LLaDA-MoE.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -205,6 +206,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(
           ends_with(rendered, "<|im_start|>user\n" + opts.prompt + "<|im_end|>\n<|im_start|>assistant\n"),
           "ChatML user turn");
+      break;
+    case tokenizer::ChatTemplateKind::kLladaMoe:
+      // llama.cpp LLM_CHAT_TEMPLATE_BAILING2: '<role>HUMAN</role>' + content (not trimmed) +
+      // '<|role_end|>', then the generation prompt '<role>ASSISTANT</role>'.
+      FUZZ_CHECK(
+          ends_with(rendered, "<role>HUMAN</role>" + opts.prompt + "<|role_end|><role>ASSISTANT</role>"),
+          "LLaDA-MoE user turn");
       break;
     case tokenizer::ChatTemplateKind::kNone:
       FUZZ_CHECK(rendered == opts.prompt, "no template changed the prompt");
