@@ -27,6 +27,21 @@ ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
 MOE_ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)$")
 
 
+def two_column_table(lines, heading, cols):
+    """The rows 'NAME A B' after the line starting with `heading` and its column header -> {NAME: {cols[0]: A,
+    cols[1]: B}}, up to the first line of another shape; None when no line starts with `heading`."""
+    head = next((i for i, l in enumerate(lines) if l.startswith(heading)), None)
+    if head is None:
+        return None
+    table = {}
+    for l in lines[head + 2:]:
+        m = MOE_ROW.match(l.strip())
+        if not m:
+            break
+        table[m.group(1)] = {cols[0]: float(m.group(2)), cols[1]: float(m.group(3))}
+    return table
+
+
 def parse_profile(stderr: str) -> dict:
     """The table after 'profile: N forward passes; per pass:' -> {phase: {wall_ms, cpu_ms}} and the pass count."""
     lines = stderr.splitlines()
@@ -41,26 +56,13 @@ def parse_profile(stderr: str) -> dict:
             break
         phases[m.group(1)] = {"wall_ms": float(m.group(2)), "cpu_ms": float(m.group(4))}
     result = {"forward_passes": passes, "phases": phases}
-    # A MoE model's block, after the table (cpu/moe.h MoeFfn::print_times).
-    moe_head = next((i for i, l in enumerate(lines) if l.startswith("moe ffn passes")), None)
-    if moe_head is not None:
-        moe = {}
-        for l in lines[moe_head + 2:]:
-            m = MOE_ROW.match(l.strip())
-            if not m:
-                break
-            moe[m.group(1)] = {"wall_ms": float(m.group(2)), "cpu_ms": float(m.group(3))}
-        result["moe_passes"] = moe
-    # How the routed rows fell on the experts (per forward: (layer, expert) pairs and their rows).
-    hist_head = next((i for i, l in enumerate(lines) if l.startswith("moe rows per expert")), None)
-    if hist_head is not None:
-        hist = {}
-        for l in lines[hist_head + 2:]:
-            m = MOE_ROW.match(l.strip())
-            if not m:
-                break
-            hist[m.group(1)] = {"experts": float(m.group(2)), "rows": float(m.group(3))}
-        result["moe_rows_per_expert"] = hist
+    # A MoE model's tables after it (cpu/moe.h MoeFfn::print_times): the block's passes, and how the
+    # routed rows fell on the experts (per forward: (layer, expert) pairs and their rows).
+    for heading, key, cols in (("moe ffn passes", "moe_passes", ("wall_ms", "cpu_ms")),
+                               ("moe rows per expert", "moe_rows_per_expert", ("experts", "rows"))):
+        table = two_column_table(lines, heading, cols)
+        if table is not None:
+            result[key] = table
     rate = re.search(r"moe expert gemms: ([\d.]+) G int8 ops per CPU-s, ([\d.]+) G per wall-s", stderr)
     if rate:
         result["moe_expert_gemm_gops_per_cpu_s"] = float(rate.group(1))
