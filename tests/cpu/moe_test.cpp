@@ -188,6 +188,19 @@ SyntheticSpec block_spec(const BlockCase& c) {
   return s;
 }
 
+/// A synthetic model of `spec` written to a temporary file and loaded (the members in the order they
+/// must live: the model points into the file's mapping).
+struct BlockModel {
+  explicit BlockModel(const SyntheticSpec& spec)
+      : synth(test::write_synthetic_model(spec, (dir / "m.gguf").string())),
+        file(gguf::GgufFile::open((dir / "m.gguf").string())),
+        model(model::Model::load(file)) {}
+  test::TempDir dir;
+  SyntheticModel synth;
+  gguf::GgufFile file;
+  model::Model model;
+};
+
 class MoeBlock : public ::testing::TestWithParam<BlockCase> {};
 
 // The block's output for normalized input rows against ReferenceForward::moe_ffn (f64, with the Q8_K
@@ -195,11 +208,9 @@ class MoeBlock : public ::testing::TestWithParam<BlockCase> {};
 TEST_P(MoeBlock, MatchesF64Reference) {
   const BlockCase c = GetParam();
   const SyntheticSpec spec = block_spec(c);
-  test::TempDir dir;
-  const std::string path = (dir / "m.gguf").string();
-  const SyntheticModel synth = test::write_synthetic_model(spec, path);
-  const auto file = gguf::GgufFile::open(path);
-  const auto model = model::Model::load(file);
+  const BlockModel bm(spec);
+  const SyntheticModel& synth = bm.synth;
+  const model::Model& model = bm.model;
   ASSERT_TRUE(model.config().is_moe());
   EXPECT_EQ(model.config().expert_weights_norm, c.arch == "rnd1");
   const ReferenceForward ref{.m = synth, .neox = true, .q8k_inputs = true};
@@ -303,11 +314,9 @@ TEST_P(MoeBlock, MatchesF64Reference) {
 TEST(MoeTimes, RowsPerExpertHistogramFollowsTheRouting) {
   const BlockCase c{"llada_moe_q4km", "llada-moe", WeightMix::kQ4KM};
   const SyntheticSpec spec = block_spec(c);
-  test::TempDir dir;
-  const std::string path = (dir / "m.gguf").string();
-  const SyntheticModel synth = test::write_synthetic_model(spec, path);
-  const auto file = gguf::GgufFile::open(path);
-  const auto model = model::Model::load(file);
+  const BlockModel bm(spec);
+  const SyntheticModel& synth = bm.synth;
+  const model::Model& model = bm.model;
   const ReferenceForward ref{.m = synth, .neox = true, .q8k_inputs = true};
   // 32 copies of one row and 2 of another: their experts get 32 and 2 rows (34 where they share
   // one), the rest none, so counts fall on the buckets' edges.
