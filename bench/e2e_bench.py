@@ -34,7 +34,9 @@ Usage: bench/e2e_bench.py [--bin build/bin] [--model PATH] [--threads 2] [--prom
 
 With --isa-b a second kernel path of ours runs in every repeat right after the first (e.g. --isa amx
 --isa-b avx512vnni: the AMX tile GEMM against the AVX-512 path, interleaved); its runs and figures
-go under "isa_b", whose speedup_forward is its forward time over that of --isa.
+go under "isa_b", whose speedup_forward is its forward time over that of --isa. --device-b gpu does
+the same with a second device (the CUDA backend against the CPU, scripts/gpu-check.sh); its figures go
+under "device_b".
 """
 import argparse
 import datetime
@@ -83,8 +85,14 @@ def machine():
         pass
     isa = [f for f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "amx_tile", "amx_int8")
            if f" {f} " in flags + " "]
-    return {"host": socket.gethostname(), "cpu": model, "logical_cpus": os.cpu_count(),
-            "mem_bytes": mem, "isa_flags": isa, "kernel": platform.release()}
+    m = {"host": socket.gethostname(), "cpu": model, "logical_cpus": os.cpu_count(),
+         "mem_bytes": mem, "isa_flags": isa, "kernel": platform.release()}
+    try:  # the GPU, driver and memory where nvidia-smi answers
+        m["gpu"] = sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                       "--format=csv,noheader"]).stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        pass
+    return m
 
 
 def commit():
@@ -242,8 +250,10 @@ def summarize(result):
             # CPU seconds per step against the peak of both cores' seconds: independent of other load.
             f["floor_cpu_s_per_step"] = f["floor_ms_per_step"] / 1e3 * result["threads"]
             f["floor_over_slope_cpu"] = f["floor_cpu_s_per_step"] / result["slope"]["cpu_s_per_step"]
-    b = result.get("isa_b")
-    if b:  # the second kernel path: the same figures from its own runs
+    for key in ("isa_b", "device_b"):  # the second kernel path or device: the same figures from its own runs
+        b = result.get(key)
+        if not b:
+            continue
         sub = {k: result.get(k) for k in ("model_bytes", "steps", "steps_long", "threads", "ops_per_step")}
         sub.update(runs=b["runs"], runs_long=b.get("runs_long", []))
         summarize(sub)
@@ -291,6 +301,9 @@ def main():
     ap.add_argument("--isa", default=None)
     ap.add_argument("--isa-b", default=None,
                     help="a second --isa for dllm, run interleaved with the first in every repeat (results under isa_b)")
+    ap.add_argument("--device-b", default=None,
+                    help="a second --device for dllm (gpu), run interleaved with the CPU in every repeat "
+                         "(results under device_b)")
     ap.add_argument("--peak-json", type=Path, default=None,
                     help="a bench/results/qgemm-*.json whose context has peak_zmm_vpdpbusd_gops: adds the floor")
     ap.add_argument("--note", default="", help="free text stored in the results file")
@@ -299,6 +312,8 @@ def main():
                     help="recompute the derived figures of existing results files from their raw runs and exit "
                          "(with --peak-json: also add the floor from that peak file)")
     a = ap.parse_args()
+    if a.isa_b and a.device_b:
+        sys.exit("ERROR: --isa-b and --device-b each take the B side: give one of them")
     if a.summarize:
         for path in a.summarize:
             r = json.loads(path.read_text())
@@ -321,12 +336,12 @@ def main():
     prompt = prompt_with_n_tokens(bindir, a.model, a.prompt_tokens)
     canvas = a.prompt_tokens + a.gen
 
-    def ours_cmd(steps, isa=a.isa):
+    def ours_cmd(steps, isa=a.isa, device="cpu"):
         cmd = [str(bindir / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt,
                "--max-tokens", str(a.gen), "--block-length", str(a.gen), "--steps", str(steps),
                "--threads", str(a.threads), "--no-early-stop", "--json"]
         # The CPU against llama.cpp's CPU: the binary's default device (auto) would take a GPU.
-        device = [] if "--device" in a.extra else ["--device", "cpu"]
+        device = [] if "--device" in a.extra else ["--device", device]
         return cmd + device + (["--isa", isa] if isa else []) + a.extra
 
     llama = os.environ.get("LLAMA_DIFFUSION_CLI")
@@ -336,10 +351,12 @@ def main():
     ours_b = {n: [] for n in step_counts}
     for i in range(a.repeats):
         for n in step_counts:
-            for isa, runs in [(a.isa, ours)] + ([(a.isa_b, ours_b)] if a.isa_b else []):
-                runs[n].append(run_ours(ours_cmd(n, isa)))
+            variants = [(a.isa, "cpu", ours)] + ([(a.isa_b, "cpu", ours_b)] if a.isa_b else []) + \
+                ([(a.isa, a.device_b, ours_b)] if a.device_b else [])
+            for isa, device, runs in variants:
+                runs[n].append(run_ours(ours_cmd(n, isa, device)))
                 o = runs[n][-1]
-                print(f"[{i + 1}/{a.repeats}] dllm --isa {isa or 'auto'} {n} steps: {o['median_step_ms']:.0f} ms/step "
+                print(f"[{i + 1}/{a.repeats}] dllm --device {device} --isa {isa or 'auto'} {n} steps: {o['median_step_ms']:.0f} ms/step "
                       f"median, forward {o['median_forward_ms']:.0f} ms, load {o['load_ms']:.0f} ms, cpu {o['cpu_s']} s, "
                       f"load avg {o['loadavg_before']}", file=sys.stderr)
             if llama:
@@ -365,6 +382,9 @@ def main():
         # 2 int8 ops (multiply, add) per weight per canvas position, all matrices but token_embd.
         "matmul_macs_per_token": macs, "ops_per_step": 2 * macs * canvas,
     }
+    if a.device_b:
+        result["device_b"] = {"device": a.device_b, "command": " ".join(ours_cmd(a.steps, a.isa, a.device_b)),
+                              "runs": ours_b[a.steps], "runs_long": ours_b[a.steps_long] if a.steps_long else []}
     if a.isa_b:
         result["isa_b"] = {"isa": a.isa_b, "command": " ".join(ours_cmd(a.steps, a.isa_b)),
                            "runs": ours_b[a.steps], "runs_long": ours_b[a.steps_long] if a.steps_long else []}

@@ -75,7 +75,8 @@ struct KvStep {
 struct CpuForward::Impl {
   const model::Model& model;
   const model::ForwardPlan plan;
-  const model::ModelConfig& c;  ///< plan.config()
+  const model::ModelConfig& c;        ///< plan.config()
+  const model::RopeTable rope_table;  ///< plan.make_rope_table()
   int n_threads = 1;
   Isa isa = Isa::kScalar;
   const RowKernels* rk = nullptr;  ///< quantization, SiLU, RMSNorm and attention kernels of `isa`
@@ -132,7 +133,10 @@ struct CpuForward::Impl {
 
   /// Throws what ForwardPlan, choose_isa and make_matrix throw.
   Impl(const model::Model& m, const ForwardOptions& opt)
-      : model(m), plan(m, opt.max_tokens, opt.max_batch, opt.rope_mode), c(plan.config()) {
+      : model(m),
+        plan(m, opt.max_tokens, opt.max_batch, opt.rope_mode),
+        c(plan.config()),
+        rope_table(plan.make_rope_table()) {
     n_threads = opt.n_threads > 0 ? opt.n_threads : physical_core_count();
     isa = opt.isa ? *opt.isa : choose_isa("");
     rk = &row_kernels(isa);
@@ -289,7 +293,7 @@ struct CpuForward::Impl {
     const Profile::Scope ps(prof, Phase::kBiasRope);
     const model::LayerDesc& desc = plan.layer(il);
     const model::LayerWeights& lw = model.layers()[il];
-    const model::RopeTable& angles = plan.rope();
+    const model::RopeTable& angles = rope_table;
     const int64_t hd = c.head_dim, n_q = plan.widths().q, n_kv = plan.widths().kv;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t r = 0; r < pass.n_rows; ++r) {

@@ -280,8 +280,9 @@ struct GpuForward::Impl {
     output = upload(model.output(), /*release=*/!tied);
     embd = upload(model.token_embd());
     output_norm = upload_vec(model.output_norm());
-    rope_cos = upload_vec(plan.rope().cos_rows());
-    rope_sin = upload_vec(plan.rope().sin_rows());
+    const model::RopeTable rope = plan.make_rope_table();
+    rope_cos = upload_vec(rope.cos_rows());
+    rope_sin = upload_vec(rope.sin_rows());
   }
 
   /// Every activation buffer, sized for max_tokens rows: forward() allocates nothing.

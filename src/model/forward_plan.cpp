@@ -22,11 +22,14 @@ ForwardPlan::ForwardPlan(const Model& model, int64_t max_tokens, int max_batch,
   max_batch_ = max_batch;
   if (rope_mode) config_.rope_mode = *rope_mode;
   layers_ = describe_layers(config_);
-  rope_ = RopeTable(config_.head_dim, max_tokens_, config_.rope_freq_base);
   widths_.embd = config_.n_embd;
   widths_.q = config_.n_head * config_.head_dim;
   widths_.kv = config_.n_head_kv * config_.head_dim;
   widths_.ff = config_.n_ff;
+}
+
+RopeTable ForwardPlan::make_rope_table() const {
+  return RopeTable(config_.head_dim, max_tokens_, config_.rope_freq_base);
 }
 
 void ForwardPlan::check_tokens(std::span<const int32_t> tokens, int64_t n) const {

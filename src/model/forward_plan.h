@@ -67,8 +67,9 @@ class ForwardPlan {
   const ModelConfig& config() const { return config_; }
   const LayerDesc& layer(size_t il) const { return layers_[il]; }
   size_t n_layer() const { return layers_.size(); }
-  /// cos / sin of every position < max_tokens.
-  const RopeTable& rope() const { return rope_; }
+  /// cos / sin of every position < max_tokens: max_tokens x head_dim/2 floats each, made on request so
+  /// that a backend checks its memory (GpuForward's device check) before this host table exists.
+  RopeTable make_rope_table() const;
   const ActivationWidths& widths() const { return widths_; }
   int64_t max_tokens() const { return max_tokens_; }
   int max_batch() const { return max_batch_; }
@@ -97,7 +98,6 @@ class ForwardPlan {
  private:
   ModelConfig config_;
   std::vector<LayerDesc> layers_;
-  RopeTable rope_;
   ActivationWidths widths_;
   int64_t max_tokens_ = 0;
   int max_batch_ = 1;

@@ -86,7 +86,7 @@ void expect_quantized(const std::vector<float>& y, int64_t n_rows, int64_t n, co
       const float want = f16_q8 ? dr[i] * qr[i] : y[r * n + i];
       const float got = half_to_float(y16[r * n + i]);
       // f16 rounding (2^-11 relative) plus, with f16_q8, one int8 step where a tie went the other way.
-      const float tol = 1e-3f * std::fabs(want) + (f16_q8 ? 1.01f * dr[i] : 1e-6f);
+      const float tol = 1e-3f * std::fabs(want) + (f16_q8 ? 1.01f * std::fabs(dr[i]) : 1e-6f);
       EXPECT_NEAR(got, want, tol) << "row " << r << " value " << i;
     }
   }
