@@ -257,11 +257,11 @@ if [[ -f "$ROOT/models/tiny-llada-fairytales-q4km.gguf" ]] && command -v curl >/
   "$BIN/dllm" serve -m "$ROOT/models/tiny-llada-fairytales-q4km.gguf" --device gpu --host 127.0.0.1 \
     --port "$port" --parallel 2 >"$TMPL/serve.out" 2>"$TMPL/serve.err" &
   serve_pid=$!
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
+  for _ in $(seq 100); do env -u LD_LIBRARY_PATH curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
   body='{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":32}'
   pids=()
   for i in 1 2; do
-    run_check "serve-gpu-chat-$i" curl -sf -m 60 "http://127.0.0.1:$port/v1/chat/completions" \
+    run_check "serve-gpu-chat-$i" env -u LD_LIBRARY_PATH curl -sf -m 60 "http://127.0.0.1:$port/v1/chat/completions" \
       -H 'Content-Type: application/json' -d "$body" &
     pids+=($!)
   done

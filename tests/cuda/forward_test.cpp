@@ -167,6 +167,21 @@ TEST_P(SyntheticGpuForward, MatchesF64Reference) {
   std::printf("[figures] %s: max row rel RMS vs f64 reference %.2e (bound %.0e)\n", c.name.c_str(), err,
               bound);
   EXPECT_LE(err, bound);
+  if (!quantized) {
+    // Where the float mixes' error comes from: by sequence length (1 token: attention is v itself),
+    // and against the reference without the f16 roundings.
+    for (const int64_t len : {int64_t{1}, int64_t{2}, int64_t{3}}) {
+      const std::vector<int32_t> t(tokens.begin(), tokens.begin() + len), r0 = {0};
+      std::vector<float> l(fwd.n_vocab());
+      fwd.forward(t, r0, l.data());
+      ReferenceForward exact = ref;
+      exact.f16_floats = false;
+      std::printf(
+          "[figures] %s: %lld token(s), row 0: rel RMS vs f64 with f16 roundings %.2e, without %.2e\n",
+          c.name.c_str(), static_cast<long long>(len), max_rel_rms(l, ref.forward(t), r0),
+          max_rel_rms(l, exact.forward(t), r0));
+    }
+  }
   // Sharp enough to see a convention error.
   ReferenceForward wrong = ref;
   wrong.neox = !ref.neox;
