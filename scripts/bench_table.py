@@ -31,10 +31,13 @@ def isa_of(r):
 
 
 def e2e_rows():
-    """One row per (arch, canvas, threads, ISA): the newest results file of that kind."""
+    """One row per (arch, canvas, threads, ISA): the newest results file of that kind. Files with a GPU
+    side (device_b) go to gpu_table() instead."""
     latest = {}
     for path in sorted(glob.glob(str(ROOT / "bench" / "results" / "e2e-*.json"))):
         r = json.loads(Path(path).read_text())
+        if r.get("device_b"):
+            continue
         key = (r["arch"], r["canvas"], r["threads"], isa_of(r))
         if key not in latest or r["date"] > latest[key][1]["date"]:
             latest[key] = (Path(path).name, r)
@@ -52,6 +55,39 @@ def e2e_rows():
                     f"{r['load_ms'] / 1000:.1f} | {fmt_bytes(rss)} ({rss / r['model_bytes']:.2f}x file) | "
                     f"`{name}` |")
     return rows
+
+
+def gpu_rows():
+    """GPU steps against the same machine's CPU (bench/e2e_bench.py --device-b gpu, run by
+    scripts/gpu-check.sh): the newest results file per (arch, canvas, GPU)."""
+    latest = {}
+    for path in sorted(glob.glob(str(ROOT / "bench" / "results" / "e2e-*.json"))):
+        r = json.loads(Path(path).read_text())
+        if not r.get("device_b"):
+            continue
+        key = (r["arch"], r["canvas"], r["machine"].get("gpu", "?"))
+        if key not in latest or r["date"] > latest[key][1]["date"]:
+            latest[key] = (Path(path).name, r)
+    rows = []
+    for key in sorted(latest):
+        name, r = latest[key]
+        b = r["device_b"]
+        gpu = key[2].split(",")[0]
+        rows.append(f"| {r['arch']} synthetic ({r['model_bytes'] / 2**30:.2f} GiB) | {r['canvas']} | {gpu} | "
+                    f"{b['forward_ms_per_step']:.1f} | {r['forward_ms_per_step']:.0f} ({r['threads']} threads, "
+                    f"{isa_of(r)}) | {r['forward_ms_per_step'] / b['forward_ms_per_step']:.1f}x | `{name}` |")
+    return rows
+
+
+def gpu_table():
+    rows = gpu_rows()
+    if not rows:
+        return ""
+    head = ("\n\nThe CUDA backend (int8 GEMM) against the CPU of the same machine, interleaved "
+            "(docs/gpu.md):\n\n"
+            "| model | canvas | GPU | GPU forward ms/step | CPU forward ms/step | GPU speedup | results file |\n"
+            "|---|---|---|---|---|---|---|")
+    return head + "\n" + "\n".join(rows)
 
 
 def serve_rows():
@@ -99,7 +135,7 @@ def render():
             "llama.cpp's over ours. Speedup, CPU s/step = the same ratio for "
             "CPU seconds (both threads) per extra step between a short and a long run of each tool, the figure "
             "least disturbed by other processes on a shared machine. Details: docs/benchmarks.md.")
-    return head + "\n" + "\n".join(rows) + note + serve_table()
+    return head + "\n" + "\n".join(rows) + note + gpu_table() + serve_table()
 
 
 def main():

@@ -8,6 +8,7 @@
 #include "base/isa.h"
 #include "cpu/forward.h"
 #include "cuda/device.h"
+#include "gguf/ggml_types.h"
 #include "model/model.h"
 
 namespace dllm::engine {
@@ -133,6 +134,25 @@ class GpuBackend : public Backend {
 
 }  // namespace
 
+std::string auto_keeps_on_cpu(const model::Model& model, const BackendOptions& o) {
+  if (model.config().is_moe()) return "MoE models run on the CPU only for now";
+  if (o.cache != diffusion::CacheMode::kNone)
+    return std::string("--cache ") + diffusion::cache_mode_name(o.cache) + " runs on the CPU only";
+  std::vector<const gguf::TensorInfo*> mats = {&model.token_embd(), &model.output()};
+  for (const model::LayerWeights& lw : model.layers()) {
+    if (!lw.attn_q_norm.empty()) return "Q/K-norm layers run on the CPU only for now";
+    for (const gguf::TensorInfo* t :
+         {lw.attn_q, lw.attn_k, lw.attn_v, lw.attn_output, lw.ffn_gate, lw.ffn_up, lw.ffn_down})
+      mats.push_back(t);
+  }
+  for (const gguf::TensorInfo* t : mats) {
+    if (t && t->type != gguf::GgmlType::Q4_K && t->type != gguf::GgmlType::Q6_K)
+      return t->name + " is " + gguf::type_name(t->type) +
+             ": the GPU is checked for Q4_K / Q6_K weights only";
+  }
+  return "";
+}
+
 std::vector<std::string> check_support(const diffusion::SourceSupport& support, const std::string& device,
                                        const BackendOptions& o) {
   const std::string the_device = (device == "gpu" ? std::string("the GPU") : std::string("the CPU")) +
@@ -167,8 +187,9 @@ std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOp
     throw Error(model.config().arch_name +
                 ": MoE models run on the CPU only for now (run with --device cpu)");
   }
-  if (o.device == "auto" && model.config().is_moe()) {
-    if (why_cpu) *why_cpu = "MoE models run on the CPU only for now";
+  const std::string keep = o.device == "auto" ? auto_keeps_on_cpu(model, o) : "";
+  if (!keep.empty()) {
+    if (why_cpu) *why_cpu = keep;
   } else if (o.device == "auto") {
     const cuda::GpuProbe probe = cuda::probe_gpu();
     use_gpu = probe.gpu.has_value();

@@ -59,13 +59,19 @@ class Backend : public diffusion::LogitsSource {
 std::vector<std::string> check_support(const diffusion::SourceSupport& support, const std::string& device,
                                        const BackendOptions& options);
 
+/// Why `--device auto` keeps `model` run with `options` on the CPU even where a GPU is found, or "" when
+/// the GPU may take it: a MoE or Q/K-norm model (no GPU kernels), --cache prefix|dual (no cached steps
+/// on the GPU), or a weight matrix that is not Q4_K / Q6_K (Q8_0 / Q5_K have no GPU kernel; F32 / F16 /
+/// BF16 ran 5e-4 from the f64 reference on an H200, docs/gpu.md). The reason names the tensor or flag.
+std::string auto_keeps_on_cpu(const model::Model& model, const BackendOptions& options);
+
 /// Builds the backend --device asks for. Throws dllm::UsageError for an unknown --device/--gpu-gemm
 /// and what check_support throws (before any GPU work), dllm::Error "no GPU found: <reason> (run with
 /// --device cpu)" for --device gpu without a usable GPU (also in builds without CUDA), and what
 /// CpuForward / GpuForward throw (weight types without a kernel, too little GPU memory), and
 /// dllm::Error "<arch>: MoE models run on the CPU only for now (run with --device cpu)" for --device
-/// gpu on a llada-moe / rnd1 model. `auto` falls back to the CPU when no GPU is found and for a MoE
-/// model; `why_cpu` (when not null) receives the reason.
+/// gpu on a llada-moe / rnd1 model. `auto` falls back to the CPU when no GPU is found and where
+/// auto_keeps_on_cpu says so; `why_cpu` (when not null) receives the reason.
 std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOptions& options,
                                       std::string* why_cpu = nullptr);
 
