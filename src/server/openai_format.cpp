@@ -46,7 +46,7 @@ std::string completion_body(Endpoint endpoint, const Completion& c) {
   }
   j["choices"] = json::array({choice});
   j["usage"] = usage(c);
-  j["dllm"] = {{"steps", c.steps}};
+  j["dllm"] = {{"steps", c.steps}, {"seed", c.seed}};
   return dump(j);
 }
 
@@ -63,6 +63,7 @@ std::string chunk_body(Endpoint endpoint, const Completion& c, const std::string
     choice["text"] = delta;
   }
   j["choices"] = json::array({choice});
+  if (!finish_reason.empty()) j["dllm"] = {{"steps", c.steps}, {"seed", c.seed}};
   return dump(j);
 }
 
@@ -73,11 +74,12 @@ std::string usage_chunk_body(Endpoint endpoint, const Completion& c) {
   return dump(j);
 }
 
+std::string model_body(const std::string& model_id, int64_t created) {
+  return dump({{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "dllm"}});
+}
+
 std::string models_body(const std::string& model_id, int64_t created) {
-  return dump(
-      {{"object", "list"},
-       {"data",
-        json::array({{{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "dllm"}}})}});
+  return dump({{"object", "list"}, {"data", json::array({json::parse(model_body(model_id, created))})}});
 }
 
 std::string sse(const std::string& json_text, const std::string& event) {

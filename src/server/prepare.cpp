@@ -1,6 +1,8 @@
 // See prepare.h.
 #include "server/prepare.h"
 
+#include <random>
+
 #include "base/error.h"
 #include "tokenizer/chat.h"
 
@@ -46,7 +48,9 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
       return invalid_request(e.what(), prompt_param);
     }
     out.n_prompt = static_cast<int64_t>(out.spec.prompt.size());
-    const engine::SamplerOptions o = options_for(r, m.defaults);
+    engine::SamplerOptions o = options_for(r, m.defaults);
+    if (!r.seed && m.fresh_seed) o.seed = std::random_device{}();
+    out.seed = o.seed;
     const std::string ctx = std::to_string(m.max_canvas);
     if (out.n_prompt >= m.max_canvas) {
       return invalid_request("the prompt is " + std::to_string(out.n_prompt) + " tokens and the context is " +
