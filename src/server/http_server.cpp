@@ -471,7 +471,8 @@ void HttpServer::routes() {
       } else {
         tokenizer::ChatOptions chat;
         chat.messages = std::get<GenerationRequest>(parsed).messages;
-        chat.parse_special = m->parse_special;
+        const GenerationRequest& g = std::get<GenerationRequest>(parsed);
+        chat.parse_special = g.no_special ? !*g.no_special : m->parse_special;
         nlohmann::json j = {{"prompt", tokenizer::render_chat(*m->tok, chat)}};
         res.status = 200;
         res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
@@ -515,6 +516,10 @@ void HttpServer::serve_generation(Endpoint endpoint, const std::string& body, ht
   c.created = unix_now();
   c.prompt_tokens = p.n_prompt;
   c.seed = p.seed;
+  c.warnings = p.warnings;
+  if (options_.verbose) {
+    for (const std::string& w : p.warnings) std::fprintf(stderr, "dllm serve: %s: note: %s\n", c.id.c_str(), w.c_str());
+  }
   res.set_header("X-Dllm-Seed", std::to_string(p.seed));
 
   std::shared_ptr<StreamState> st;

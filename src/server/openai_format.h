@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "server/request.h"
 
@@ -21,6 +22,7 @@ struct Completion {
   int64_t completion_tokens = 0;  ///< answer tokens before the end token (not the whole canvas)
   int64_t steps = 0;              ///< forward passes run (a dllm extension field)
   uint64_t seed = 0;              ///< the seed the request ran with (dllm.seed), to replay it
+  std::vector<std::string> warnings;  ///< settings ignored, notes on the prompt (dllm.warnings; omitted if none)
 };
 
 /// chat.completion (kChat) or text_completion (kCompletion), with usage and dllm {steps, seed}.

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "engine/prompt_notes.h"
 #include "tokenizer/chat.h"
 
 namespace dllm::server {
@@ -35,7 +36,7 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
   PreparedRequest out;
   try {
     tokenizer::ChatOptions chat;
-    chat.parse_special = m.parse_special;
+    chat.parse_special = r.no_special ? !*r.no_special : m.parse_special;
     if (r.endpoint == Endpoint::kChat) {
       chat.messages = r.messages;
     } else {
@@ -69,6 +70,8 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
                                              engine::SettingNames::kFields);
     out.spec.stream_canvas = r.canvas_events;
     for (const std::string& w : m.engine->check(out.spec)) out.warnings.push_back(w);
+    if (auto note = engine::typed_mask_note(*m.tok, out.spec.prompt, out.spec.params.mask_id); !note.empty())
+      out.warnings.push_back(note);
   } catch (const UsageError& e) {
     return invalid_request(e.what());
   } catch (const std::exception& e) {

@@ -215,6 +215,34 @@ std::vector<std::string> parse_stop(const json& body) {
   return out;
 }
 
+// What OpenAI's API offers and this server does not: asking for it is a 400 naming the field, so the
+// client's error says what is missing instead of an answer that silently lacks it (as llama-server
+// refuses `tools` without --jinja). The values that ask for nothing (false, 0, [], "text", "none")
+// pass, since clients send them as defaults.
+void refuse_unsupported(const json& body) {
+  auto no = [](const std::string& field, const std::string& what) {
+    reject(field, field + " is not supported: " + what + "; leave it out (or send " +
+                      (field == "response_format" ? "{\"type\": \"text\"}" : "null") + ")");
+  };
+  if (const json* v = field(body, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()) &&
+                                               !(v->is_number_integer() && v->get<int64_t>() == 0)) {
+    no("logprobs", "a diffusion model commits tokens out of order and this server returns no log probabilities");
+  }
+  if (const json* v = field(body, "top_logprobs"); v && !(v->is_number_integer() && v->get<int64_t>() == 0))
+    no("top_logprobs", "this server returns no log probabilities");
+  const json* choice = field(body, "tool_choice");
+  const bool tools_off = choice && choice->is_string() && choice->get<std::string>() == "none";
+  for (const char* name : {"tools", "functions"}) {
+    if (const json* v = field(body, name); v && !(v->is_array() && v->empty()) && !tools_off)
+      no(name, "this server has no tool (function) calling");
+  }
+  if (const json* v = field(body, "response_format")) {
+    const json* type = v->is_object() ? field(*v, "type") : nullptr;
+    if (!(type && type->is_string() && type->get<std::string>() == "text"))
+      no("response_format", "this server cannot constrain the answer to JSON or a schema");
+  }
+}
+
 GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::string& model_id) {
   json body;
   try {
@@ -248,7 +276,11 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   r.max_tokens = whole(body, "max_tokens", 1);
   if (!r.max_tokens) r.max_tokens = whole(body, "max_completion_tokens", 1);
   r.temperature = real(body, "temperature", 0, kInf);
-  r.top_p = real(body, "top_p", 0, 1, true);
+  // OpenAI accepts top_p 0: the smallest nucleus, the most likely token alone. The sampler's range is
+  // (0, 1]; its top_p cut keeps the first token whose mass passes top_p * z, so the smallest
+  // positive double keeps exactly that one.
+  r.top_p = real(body, "top_p", 0, 1);
+  if (r.top_p && *r.top_p == 0) r.top_p = std::numeric_limits<double>::min();
   r.top_k = whole(body, "top_k", 0);
   if (auto seed = whole(body, "seed", 0)) r.seed = static_cast<uint64_t>(*seed);
   r.stop = parse_stop(body);
@@ -258,6 +290,8 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
       reject("stream_options", "stream_options must be an object {\"include_usage\": bool}");
     r.include_usage = boolean(*so, "include_usage").value_or(false);
   }
+  refuse_unsupported(body);
+  r.no_special = boolean(body, "no_special");
   if (auto n = whole(body, "n", 1); n && *n != 1) {
     reject("n", "n must be 1: this server returns one choice per request, got " + std::to_string(*n));
   }
