@@ -1,6 +1,7 @@
 // See prepare.h.
 #include "server/prepare.h"
 
+#include <cctype>
 #include <random>
 
 #include "base/error.h"
@@ -27,6 +28,29 @@ engine::SamplerOptions options_for(const GenerationRequest& r, const engine::Sam
   if (r.cfg_scale) o.cfg_scale = *r.cfg_scale;
   if (r.cache) o.cache = *r.cache;
   return o;
+}
+
+/// The request field a schedule error is about: the first field name its message mentions (the
+/// engine's checks name the fields under their request names, engine::SettingNames::kFields), or "".
+std::string field_named_in(const std::string& message) {
+  static const char* const kFields[] = {"max_tokens", "block_length", "steps", "threshold",   "cfg_scale",
+                                        "alg_temp",   "top_p",        "top_k", "temperature", "remasking",
+                                        "cache",      "alg",          "seed"};
+  std::string best;
+  size_t at = std::string::npos;
+  for (const char* f : kFields) {
+    const std::string name(f);
+    for (size_t p = message.find(name); p != std::string::npos; p = message.find(name, p + 1)) {
+      auto word = [&](size_t i) {
+        return i < message.size() &&
+               (std::isalnum(static_cast<unsigned char>(message[i])) || message[i] == '_');
+      };
+      if ((p > 0 && word(p - 1)) || word(p + name.size())) continue;  // a part of a longer word
+      if (p < at) at = p, best = name;
+      break;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -73,7 +97,7 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
     if (auto note = engine::typed_mask_note(*m.tok, out.spec.prompt, out.spec.params.mask_id); !note.empty())
       out.warnings.push_back(note);
   } catch (const UsageError& e) {
-    return invalid_request(e.what());
+    return invalid_request(e.what(), field_named_in(e.what()));
   } catch (const std::exception& e) {
     return internal_error(e.what());
   }

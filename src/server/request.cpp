@@ -108,10 +108,12 @@ std::optional<double> real(const json& obj, const char* name, double min, double
   return x;
 }
 
-std::optional<bool> boolean(const json& obj, const char* name) {
+// `param`: the field's full name where it is nested ("dllm.canvas"); `name` by default.
+std::optional<bool> boolean(const json& obj, const char* name, const char* param = nullptr) {
   const json* v = field(obj, name);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) reject(name, std::string(name) + " must be true or false, got " + type_name(*v));
+  if (!param) param = name;
+  if (!v->is_boolean()) reject(param, std::string(param) + " must be true or false, got " + type_name(*v));
   return v->get<bool>();
 }
 
@@ -224,9 +226,10 @@ void refuse_unsupported(const json& body) {
     reject(field, field + " is not supported: " + what + "; leave it out (or send " +
                       (field == "response_format" ? "{\"type\": \"text\"}" : "null") + ")");
   };
-  if (const json* v = field(body, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()) &&
-                                               !(v->is_number_integer() && v->get<int64_t>() == 0)) {
-    no("logprobs", "a diffusion model commits tokens out of order and this server returns no log probabilities");
+  if (const json* v = field(body, "logprobs");
+      v && !(v->is_boolean() && !v->get<bool>()) && !(v->is_number_integer() && v->get<int64_t>() == 0)) {
+    no("logprobs",
+       "a diffusion model commits tokens out of order and this server returns no log probabilities");
   }
   if (const json* v = field(body, "top_logprobs"); v && !(v->is_number_integer() && v->get<int64_t>() == 0))
     no("top_logprobs", "this server returns no log probabilities");
@@ -288,7 +291,7 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object())
       reject("stream_options", "stream_options must be an object {\"include_usage\": bool}");
-    r.include_usage = boolean(*so, "include_usage").value_or(false);
+    r.include_usage = boolean(*so, "include_usage", "stream_options.include_usage").value_or(false);
   }
   refuse_unsupported(body);
   r.no_special = boolean(body, "no_special");
@@ -306,10 +309,10 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   if (const json* d = field(body, "dllm")) {
     if (!d->is_object())
       reject("dllm", std::string("dllm must be an object {\"canvas\": bool}, got ") + type_name(*d));
-    r.canvas_events = boolean(*d, "canvas").value_or(false);
+    r.canvas_events = boolean(*d, "canvas", "dllm.canvas").value_or(false);
   }
   if (r.canvas_events && !r.stream) {
-    reject("dllm", "dllm.canvas streams the canvas after every step: it needs \"stream\": true");
+    reject("dllm.canvas", "dllm.canvas streams the canvas after every step: it needs \"stream\": true");
   }
   return r;
 }
