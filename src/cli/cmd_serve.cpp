@@ -18,6 +18,7 @@
 #include "cli/common_flags.h"
 #include "cli/loaded_model.h"
 #include "cli/model_source.h"
+#include "cli/vocab_checks.h"
 #include "engine/engine.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
@@ -164,6 +165,8 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
     m = load_model(path);
     tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(*m.file));
     const model::ModelConfig& cfg = m.model->config();
+    for (const std::string& w : check_vocab_keys(*m.file, *tok, cfg.arch_name))
+      std::fprintf(stderr, "warning: %s\n", w.c_str());
     engine::EngineOptions eo;
     eo.parallel = f.parallel;
     eo.queue = f.queue;
