@@ -3,10 +3,13 @@ a chunked body over --max-body-bytes is refused at the limit (413) without the s
 growing past the limit; slow clients that trickle their headers do not lock out /health; the
 whole-request deadline (--request-timeout) answers 408; over --max-connections a connection is
 answered 503 at once; a lying Content-Length and a TLS ClientHello are answered at once; a
-non-streamed request whose client goes away is cancelled. Raw sockets, bounded counts and times."""
+non-streamed request whose client goes away is cancelled; `dllm doctor`'s memory figure for serve at
+its defaults matches a measured idle serve. Raw sockets, bounded counts and times."""
 
 import json
 import os
+import re
+import subprocess
 import socket
 import threading
 import time
@@ -14,7 +17,7 @@ import unittest
 
 import openai
 
-from server_util import LLADA, Server, metric, request
+from server_util import BINARY, DREAM, LLADA, Server, metric, request
 
 COMPLETIONS = "/v1/completions"
 # A job that runs for seconds on the tiny model (256 steps over a 256-token canvas), so a
@@ -260,6 +263,22 @@ class ClientGone(unittest.TestCase):
                 self.assertLess(time.time(), deadline, "requests still generating after their client left")
                 time.sleep(0.05)
             self.assertEqual(metric(s.port, 'dllm_requests_total{outcome="cancelled"}'), 3)
+
+
+class MemoryAtTheDefaults(unittest.TestCase):
+    def test_doctor_says_what_serve_holds(self):
+        # doctor's estimate for serve at its defaults against serve's own idle VmRSS, measured here
+        # (the coefficients in cmd_doctor.cpp came from these models and the synthetic LLaDA-8B; the
+        # figure is printed to 0.1 GB, so the bound is 15% or 0.1 GB, whichever is larger).
+        for model in (LLADA, DREAM):
+            out = subprocess.run([BINARY, "doctor", "--model", model], capture_output=True, text=True, timeout=120)
+            line = [l for l in out.stdout.splitlines() if l.startswith("serve: at its defaults")]
+            self.assertEqual(len(line), 1, out.stdout)
+            said = float(re.search(r"needs about ([0-9.]+) GB", line[0]).group(1)) * 1e9
+            with Server(model) as s:
+                time.sleep(0.5)
+                held = rss_bytes(s.proc.pid)
+            self.assertLess(abs(said - held), max(0.15 * held, 0.1e9), f"{model}: doctor {said}, serve {held}")
 
 
 if __name__ == "__main__":
