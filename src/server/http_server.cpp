@@ -27,21 +27,22 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 /// The routes and their one method each (HEAD is served wherever GET is, OPTIONS everywhere for
-/// CORS preflights). A path ending in '/' also matches every path below it (/v1/models/{id}).
+/// CORS preflights). A route with `below` also matches every path under it (/v1/models/{id}); the
+/// others match their path exactly (so a route "/" matches "/" alone).
 struct Route {
   const char* path;
   const char* method;
+  bool below = false;  ///< path + "{id}": any path that starts with `path`
 };
 constexpr Route kRoutes[] = {
     {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/v1/models", "GET"},
-    {"/v1/models/", "GET"},           {"/health", "GET"},          {"/metrics", "GET"},
+    {"/v1/models/", "GET", true},     {"/health", "GET"},          {"/metrics", "GET"},
     {"/apply-template", "POST"}};
 
 const Route* find_route(const std::string& path) {
   for (const Route& r : kRoutes) {
     const std::string_view p(r.path);
-    if (path == p || (p.back() == '/' && path.size() > p.size() && path.compare(0, p.size(), p) == 0))
-      return &r;
+    if (path == p || (r.below && path.size() > p.size() && path.compare(0, p.size(), p) == 0)) return &r;
   }
   return nullptr;
 }
@@ -50,9 +51,7 @@ const Route* find_route(const std::string& path) {
 std::string route_list() {
   std::string out;
   for (const Route& r : kRoutes) {
-    const std::string_view p(r.path);
-    out += (out.empty() ? "" : ", ") + std::string(r.method) + " " + std::string(p) +
-           (p.size() > 1 && p.back() == '/' ? "{id}" : "");
+    out += (out.empty() ? "" : ", ") + std::string(r.method) + " " + r.path + (r.below ? "{id}" : "");
   }
   return out;
 }
@@ -518,7 +517,8 @@ void HttpServer::serve_generation(Endpoint endpoint, const std::string& body, ht
   c.seed = p.seed;
   c.warnings = p.warnings;
   if (options_.verbose) {
-    for (const std::string& w : p.warnings) std::fprintf(stderr, "dllm serve: %s: note: %s\n", c.id.c_str(), w.c_str());
+    for (const std::string& w : p.warnings)
+      std::fprintf(stderr, "dllm serve: %s: note: %s\n", c.id.c_str(), w.c_str());
   }
   res.set_header("X-Dllm-Seed", std::to_string(p.seed));
 
