@@ -22,6 +22,7 @@
 #include "cli/util.h"
 #include "cli/version.h"
 #include "cuda/device.h"
+#include "gguf/gguf.h"
 #include "hub/hub.h"
 #include "hub/model_ref.h"
 
@@ -98,6 +99,24 @@ ModelAtHand locate(const std::string& spec, const hub::HubOptions& opts) {
   return m;
 }
 
+// What `dllm serve` holds idle, measured (VmRSS from /proc/PID/status, docs/serving.md "Memory at the
+// defaults") at several sizes of the engine's buffers, rows = max(2, --parallel) x the context:
+//   synthetic LLaDA-8B Q4_K_M (4,922,993,216 bytes, embedding 4096): 16384, 8192, 4096, 1024 rows ->
+//     9.84, 7.76, 6.71, 5.93 GB: 254,464 bytes a row (62.1 per embedding unit), 5.67 GB at 0 rows;
+//   tiny Dream Q4_K_M (61.7 MB, embedding 256): 16384, 8192, 1024 rows -> 0.567, 0.444, 0.334 GB:
+//     15,360 bytes a row (60.0 per unit), 0.318 GB at 0 rows.
+// So: a process of about 0.25 GB (code, libraries, thread stacks), the weights as loaded at 1.10x the
+// file (repacked for the int8 kernels), and about 61 bytes per row per unit of the embedding width;
+// this predicts both models' defaults within 1%. An estimate for other shapes, not a promise.
+constexpr double kProcessBytes = 0.25e9;
+constexpr double kLoadedPerFileByte = 1.10;
+constexpr double kRowBytesPerEmbd = 61.0;
+
+/// Bytes a process holds once the model is loaded (the process and the weights as the kernels read them).
+uint64_t loaded_bytes(uint64_t file_bytes) {
+  return static_cast<uint64_t>(kProcessBytes + static_cast<double>(file_bytes) * kLoadedPerFileByte);
+}
+
 std::string memory_line(const ModelAtHand& m) {
   const std::string avail_kb = proc_value("/proc/meminfo", "MemAvailable");
   if (avail_kb.empty()) return "memory: unknown (no MemAvailable in /proc/meminfo)";
@@ -105,11 +124,49 @@ std::string memory_line(const ModelAtHand& m) {
   if (m.bytes == 0) {
     return "memory: " + gb(avail) + " available (the size of " + m.label + " is known once it is downloaded)";
   }
-  if (avail < m.bytes) {
-    return "memory: " + gb(avail) + " available, " + m.label + " needs about " + gb(m.bytes) +
-           ": TOO LITTLE (close other programs or use a smaller model)";
+  const uint64_t need = loaded_bytes(m.bytes);
+  if (avail < need) {
+    return "memory: " + gb(avail) + " available, " + m.label + " needs about " + gb(need) +
+           " loaded (its file is " + gb(m.bytes) +
+           "): TOO LITTLE (close other programs or use a smaller model)";
   }
-  return "memory: " + gb(avail) + " available (enough for " + m.label + ", about " + gb(m.bytes) + ")";
+  return "memory: " + gb(avail) + " available (enough for run on " + m.label + ", about " + gb(need) +
+         " loaded; its file is " + gb(m.bytes) + ")";
+}
+
+/// What `dllm serve` holds at its defaults (--parallel 4, -c 4096, clamped to the model's context):
+/// the weights as loaded and max(2, parallel) x context rows of activation buffers. `embd` and
+/// `n_ctx` are the model's (0: unknown, then LLaDA-8B's 4096 and 4096).
+std::string serve_memory_line(const ModelAtHand& m, int64_t embd, int64_t n_ctx) {
+  if (m.bytes == 0) return "";
+  constexpr int64_t kParallel = 4, kCtx = 4096;  // cmd_serve.cpp's defaults
+  if (embd <= 0) embd = 4096;
+  const int64_t ctx = n_ctx > 0 ? std::min(n_ctx, kCtx) : kCtx;
+  const auto rows = static_cast<double>(std::max<int64_t>(2, kParallel) * ctx);
+  const auto buffers = static_cast<uint64_t>(rows * kRowBytesPerEmbd * static_cast<double>(embd));
+  const uint64_t weights = loaded_bytes(m.bytes);
+  std::string s = "serve: at its defaults (--parallel 4, -c " + std::to_string(ctx) + ") " + m.label +
+                  " needs about " + gb(weights + buffers) + ": " + gb(weights) +
+                  " for the process and its weights and " + gb(buffers) + " of buffers for 4 canvases of " +
+                  std::to_string(ctx) + " positions (they scale with --parallel x -c)";
+  const std::string avail_kb = proc_value("/proc/meminfo", "MemAvailable");
+  if (!avail_kb.empty() && std::stoull(avail_kb) * 1024 < weights + buffers)
+    s += ": TOO LITTLE here (try serve -c 1024 or --parallel 1)";
+  return s;
+}
+
+/// The embedding width and context of the GGUF at `path` (0, 0 when it cannot be read).
+std::pair<int64_t, int64_t> model_shape(const std::string& path) {
+  if (path.empty()) return {0, 0};
+  try {
+    const gguf::GgufFile f = gguf::GgufFile::open(path);
+    const std::string arch = f.get_string("general.architecture");
+    const auto embd = f.find_u64(arch + ".embedding_length");
+    const auto ctx = f.find_u64(arch + ".context_length");
+    return {embd ? static_cast<int64_t>(*embd) : 0, ctx ? static_cast<int64_t>(*ctx) : 0};
+  } catch (const std::exception&) {
+    return {0, 0};
+  }
 }
 
 /// The NVIDIA GPU the kernel driver lists (/proc/driver/nvidia/gpus/*/information "Model:"), for a
@@ -165,6 +222,9 @@ int print_doctor_report(const std::string& model) {
     if (target.bytes == 0) target.bytes = kDefaultModelBytes;
   }
   std::cout << memory_line(target) << "\n";
+  const auto [embd, n_ctx] = model_shape(target.path);
+  if (const std::string line = serve_memory_line(target, embd, n_ctx); !line.empty())
+    std::cout << line << "\n";
   std::cout << gpu_line(cuda_built()) << "\n";
 
   const std::vector<hub::ResolvedModel> cached = hub::list_cache(opts);

@@ -29,7 +29,9 @@ Command add_run_command(CLI::App& root) {
   sub->add_option("--temperature,--temp", o->temperature, "Sampling temperature (0: greedy)")
       ->check(real_number(0, kInf))
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Random seed: the same seed gives the same text")
+  sub->add_option("--seed", o->seed,
+                  "Random seed: the same seed gives the same text (a fixed default, so a run repeats; "
+                  "serve instead picks a fresh seed per request)")
       ->type_name("INT")
       ->check(whole_number_u64())
       ->capture_default_str();
@@ -49,7 +51,8 @@ Command add_run_command(CLI::App& root) {
       ->check(whole_number(0))
       ->capture_default_str();
   sub->add_option("--threshold", o->threshold,
-                  "Commit every masked token whose confidence exceeds this (Fast-dLLM parallel decoding)")
+                  "Fast-dLLM parallel decoding: a step commits every masked position of the block whose "
+                  "confidence is at least this, in (0, 1]")
       ->check(real_number(0, 1, true));
   sub->add_option("--cfg-scale", o->cfg_scale,
                   "LLaDA: classifier-free guidance scale (0: off); a second pass with the prompt masked")

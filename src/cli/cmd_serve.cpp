@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "base/error.h"
 #include "base/isa.h"
@@ -17,6 +18,7 @@
 #include "cli/common_flags.h"
 #include "cli/loaded_model.h"
 #include "cli/model_source.h"
+#include "cli/vocab_checks.h"
 #include "engine/engine.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
@@ -36,6 +38,9 @@ struct ServeFlags {
   std::string alias;
   int64_t ctx_size = 4096;
   int64_t max_body_bytes = 1 << 20;
+  int max_connections = 0;  // 0: parallel + queue + 32
+  double request_timeout = 15;
+  std::vector<std::string> cors_origins;
   bool no_special = false;
   bool verbose = false;
   // Request defaults: `run`'s flags (a request's fields override them).
@@ -61,8 +66,23 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
   auto given = [&](const char* name) { return sub.get_option(name)->count() > 0; };
   if (f.model.model.empty())
     throw UsageError("serve needs --model (a .gguf path, org/repo or org/repo:QUANT)");
-  if (f.api_key.empty()) {
-    if (const char* k = std::getenv("DLLM_API_KEY")) f.api_key = k;
+  // An empty key would turn authentication off without a word: refuse it (also from the environment).
+  if (given("--api-key") && f.api_key.empty())
+    throw UsageError("--api-key is empty: give a key, or leave the flag out to serve without one");
+  if (!given("--api-key")) {
+    if (const char* k = std::getenv("DLLM_API_KEY")) {
+      if (*k == '\0')
+        throw UsageError("DLLM_API_KEY is set but empty: give a key, or unset it to serve without one");
+      f.api_key = k;
+    }
+  }
+  const int max_connections = f.max_connections > 0 ? f.max_connections : f.parallel + f.queue + 32;
+  if (max_connections < f.parallel + f.queue + 2) {
+    throw UsageError(
+        "--max-connections " + std::to_string(max_connections) + " leaves no room beside --parallel " +
+        std::to_string(f.parallel) + " and --queue " + std::to_string(f.queue) + ": give at least " +
+        std::to_string(f.parallel + f.queue + 2) +
+        " (every running or waiting request holds a connection; /health and /metrics need more)");
   }
 
   // Request defaults from the run flags; only the given ones are set, so per-architecture defaults
@@ -72,7 +92,7 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
   if (given("--steps")) defaults.steps = f.steps;
   if (given("--block-length")) defaults.block_length = f.block_length;
   defaults.temperature = f.temperature;
-  defaults.seed = f.seed;
+  defaults.seed = f.seed;  // used only when --seed is given: else each request gets a fresh seed
   if (given("--remasking")) defaults.remasking = f.remasking;
   if (given("--alg")) defaults.alg = f.alg;
   if (given("--alg-temp")) defaults.alg_temp = f.alg_temp;
@@ -89,7 +109,9 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
   ho.api_key = f.api_key;
   ho.max_body_bytes = static_cast<size_t>(f.max_body_bytes);
   ho.model_id = model_id(f);
-  ho.threads = f.parallel + f.queue + 8;
+  ho.max_connections = max_connections;
+  ho.request_timeout_s = f.request_timeout;
+  ho.cors_origins = f.cors_origins;
   ho.verbose = f.verbose;
 
   // Every thread started from here on inherits the blocked set: SIGINT/SIGTERM arrive only through
@@ -143,6 +165,8 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
     m = load_model(path);
     tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(*m.file));
     const model::ModelConfig& cfg = m.model->config();
+    for (const std::string& w : check_vocab_keys(*m.file, *tok, cfg.arch_name))
+      std::fprintf(stderr, "warning: %s\n", w.c_str());
     engine::EngineOptions eo;
     eo.parallel = f.parallel;
     eo.queue = f.queue;
@@ -151,6 +175,12 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
     eo.threads = f.compute.threads;
     eo.isa = f.compute.isa;
     eo.max_canvas = cfg.n_ctx_train > 0 ? std::min<int64_t>(cfg.n_ctx_train, f.ctx_size) : f.ctx_size;
+    if (eo.max_canvas < f.ctx_size && given("--ctx-size")) {
+      std::fprintf(stderr,
+                   "warning: --ctx-size %lld is longer than the model's context of %lld tokens; using %lld\n",
+                   static_cast<long long>(f.ctx_size), static_cast<long long>(eo.max_canvas),
+                   static_cast<long long>(eo.max_canvas));
+    }
     engine = std::make_unique<engine::Engine>(*m.model, eo);
     auto ctx = std::make_shared<server::ModelContext>();
     ctx->tok = tok.get();
@@ -159,6 +189,7 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
     ctx->defaults = defaults;
     ctx->parse_special = !f.no_special;
     ctx->max_canvas = eo.max_canvas;
+    ctx->fresh_seed = !given("--seed");
     {
       std::lock_guard<std::mutex> lock(mu);
       running = engine.get();
@@ -213,16 +244,33 @@ Command add_serve_command(CLI::App& root) {
                   "Requests that may wait beyond --parallel; more get 503 with Retry-After")
       ->check(whole_number(0))
       ->capture_default_str();
-  sub->add_option("--api-key", f->api_key,
-                  "Require 'Authorization: Bearer KEY' on every route but /health (also DLLM_API_KEY)");
+  sub->add_option(
+      "--api-key", f->api_key,
+      "Require 'Authorization: Bearer KEY' on every route but /health (also DLLM_API_KEY; not empty)");
   sub->add_option("--alias", f->alias, "Model name for /v1/models and requests (default: the file name)");
   sub->add_option("-c,--ctx-size", f->ctx_size,
-                  "Longest canvas (prompt + max_tokens), at most the model's context")
+                  "Longest canvas (prompt + max_tokens); a longer one than the model's context is cut to it, "
+                  "with a warning")
       ->check(whole_number(1))
       ->capture_default_str();
-  sub->add_option("--max-body-bytes", f->max_body_bytes, "Larger request bodies get 413")
+  sub->add_option("--max-body-bytes", f->max_body_bytes,
+                  "Larger request bodies get 413, chunked or not; reading stops at the limit")
       ->check(whole_number(1))
       ->capture_default_str();
+  sub->add_option("--max-connections", f->max_connections,
+                  "Connections served at once (one thread each); more are answered 503 at once "
+                  "(default: --parallel + --queue + 32)")
+      ->check(whole_number(1));
+  sub->add_option("--request-timeout", f->request_timeout,
+                  "Seconds a request's line, headers and body may take to arrive, from its first byte; "
+                  "408 after")
+      ->check(real_number(0, 3600, true))
+      ->capture_default_str();
+  sub->add_option("--cors-origin", f->cors_origins,
+                  "An origin whose web pages may call the server (repeatable; * for any); this "
+                  "machine's (localhost, 127.0.0.1, [::1], any port) always may")
+      ->type_name("ORIGIN")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_flag("--no-special", f->no_special, "Treat control-token text in messages as plain text");
   sub->add_flag("-v,--verbose", f->verbose, "Log every request to stderr");
   // The defaults of a request's fields: the same flags as `dllm run`.
@@ -235,7 +283,10 @@ Command add_serve_command(CLI::App& root) {
   sub->add_option("--temperature,--temp", f->temperature, "Default temperature")
       ->check(real_number(0, kInf))
       ->capture_default_str();
-  sub->add_option("--seed", f->seed, "Default seed")->check(whole_number(0))->capture_default_str();
+  sub->add_option("--seed", f->seed,
+                  "Seed of requests that send none (default: a fresh random seed per request, reported "
+                  "in the response's dllm.seed and X-Dllm-Seed)")
+      ->check(whole_number(0));
   sub->add_option("--remasking", f->remasking, "Default remasking (LLaDA)")
       ->check(CLI::IsMember({"low_confidence", "random"}));
   sub->add_option("--alg", f->alg, "Default alg (Dream)")
@@ -243,7 +294,9 @@ Command add_serve_command(CLI::App& root) {
   sub->add_option("--alg-temp", f->alg_temp, "Default alg_temp (Dream)")->check(real_number(0, kInf));
   sub->add_option("--top-p", f->top_p, "Default top_p (Dream)")->check(real_number(0, 1, true));
   sub->add_option("--top-k", f->top_k, "Default top_k (Dream)")->check(whole_number(0));
-  sub->add_option("--threshold", f->threshold, "Default threshold (Fast-dLLM parallel decoding)")
+  sub->add_option("--threshold", f->threshold,
+                  "Default threshold in (0, 1] (Fast-dLLM: a step also commits every masked position whose "
+                  "confidence is at least this)")
       ->check(real_number(0, 1, true));
   sub->add_option("--cfg-scale", f->cfg_scale, "Default cfg_scale (LLaDA)")->check(real_number(0, kInf));
   sub->add_option("--cache", f->cache, "Default cache: none | prefix | dual")

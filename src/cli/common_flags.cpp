@@ -92,6 +92,8 @@ int max_threads() {
 int resolve_threads(int threads, std::string* warning) {
   if (threads > 0) return threads;
   const char* env = std::getenv("OMP_NUM_THREADS");
+  // main.cpp renames a value libgomp would reject before libgomp starts: it is still the user's.
+  if (env == nullptr) env = std::getenv("DLLM_IGNORED_OMP_NUM_THREADS");
   if (env == nullptr || *env == '\0') return 0;
   std::string first(env);
   first = first.substr(0, first.find(','));

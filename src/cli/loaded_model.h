@@ -16,8 +16,14 @@ struct LoadedModel {
   std::unique_ptr<model::Model> model;
 };
 
-/// Opens `path` (gguf::GgufFile::open) and binds the weights (model::Model::load). Throws the
-/// dllm::Error of either step unchanged (their messages are the user-facing ones).
+/// Throws dllm::Error naming the first tensor that holds NaN or Inf (quant/finite.h: float values,
+/// quantized blocks' scales), as llama.cpp's --check-tensors would find it; such a file would run and
+/// print garbage (or, through the int8 activation path, zeros) without a word.
+void check_weights_finite(const gguf::GgufFile& file);
+
+/// Opens `path` (gguf::GgufFile::open), checks the weights are finite (check_weights_finite) and binds
+/// them (model::Model::load). Throws the dllm::Error of each step unchanged (their messages are the
+/// user-facing ones).
 LoadedModel load_model(const std::string& path);
 
 }  // namespace dllm::cli

@@ -75,6 +75,9 @@ int run_cli(int argc, char** argv) {
       "dllm"};
   app.require_subcommand(0, 1);
   app.fallthrough(false);
+  // A flag given twice takes its last value (`-n 8 -n 16` is 16), as llama.cpp's tools do; the
+  // commands inherit this from the root.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   app.set_version_flag(
       "--version", [] { return version_text(); },
@@ -170,6 +173,42 @@ void print_error(const std::string& message) {
 }
 
 }  // namespace
+
+/// True when OMP_NUM_THREADS's value is what libgomp accepts: a comma-separated list of positive
+/// whole numbers (spaces around them allowed).
+bool omp_threads_value_ok(const char* v) {
+  bool digit = false, any = false;
+  for (; *v; ++v) {
+    if (*v >= '0' && *v <= '9') {
+      digit = any = true;
+    } else if (*v == ',') {
+      if (!digit) return false;
+      digit = false;
+    } else if (*v != ' ') {
+      return false;
+    }
+  }
+  return digit && any;
+}
+
+/// Runs before every shared library's constructor (ELF DT_PREINIT_ARRAY, which only an executable
+/// has), so before libgomp reads OMP_NUM_THREADS and prints its own two-line complaint about a bad
+/// value: such a value is renamed DLLM_IGNORED_OMP_NUM_THREADS in the environment, out of libgomp's
+/// (and a re-executed child's) sight, and resolve_threads (common_flags.cpp) warns about it once in
+/// our words. Gets envp from the loader; getenv may not work yet.
+void hide_bad_omp_threads(int, char**, char** envp) {
+  static char renamed[256];
+  constexpr char kName[] = "OMP_NUM_THREADS=";
+  for (char** e = envp; e && *e; ++e) {
+    if (std::strncmp(*e, kName, sizeof kName - 1) != 0 || omp_threads_value_ok(*e + sizeof kName - 1)) continue;
+    std::snprintf(renamed, sizeof renamed, "DLLM_IGNORED_%s", *e);
+    *e = renamed;
+    return;
+  }
+}
+
+__attribute__((used, section(".preinit_array"))) void (*const hide_bad_omp_threads_entry)(int, char**, char**) =
+    &hide_bad_omp_threads;
 
 /// Makes idle OpenMP workers sleep instead of spinning, unless the user chose: for `run`,
 /// `logits` and `serve`, when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, sets OMP_WAIT_POLICY=passive

@@ -28,6 +28,7 @@
 #include "cpu/forward.h"
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
+#include "engine/prompt_notes.h"
 #include "engine/backend.h"
 #include "engine/sampler_options.h"
 #include "tokenizer/chat.h"
@@ -279,6 +280,8 @@ int run_generate(RunOptions& o) {
   diffusion::SamplerParams params = sampler_params(o, cfg, tok, backend->n_vocab(), report);
   report.sampler = describe_sampler(params, o.max_tokens);
   for (const std::string& w : diffusion::check_params(params, n_prompt, backend->n_vocab())) warn(report, w);
+  if (auto note = engine::typed_mask_note(tok, report.prompt_tokens, params.mask_id); !note.empty())
+    std::fprintf(stderr, "note: %s\n", note.c_str());
   for (const std::string& w : backend->warnings) warn(report, w);
   if (!omp_warning.empty()) warn(report, omp_warning);
   const std::string threads_note = threads_warning(o.compute.threads, threads_from_env);

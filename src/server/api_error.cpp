@@ -1,6 +1,7 @@
 // See api_error.h.
 #include "server/api_error.h"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 namespace dllm::server {
@@ -17,16 +18,13 @@ ApiError invalid_request(std::string message, std::string param, std::string cod
   return {400, std::move(message), "invalid_request_error", std::move(param), std::move(code), std::nullopt};
 }
 
-ApiError route_not_found(const std::string& method, const std::string& path) {
-  return {
-      404,
-      "no route " + method + " " + path +
-          "; the routes are POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, "
-          "GET /metrics",
-      "not_found_error",
-      "",
-      "route_not_found",
-      std::nullopt};
+ApiError route_not_found(const std::string& method, const std::string& path, const std::string& routes) {
+  return {404,
+          "no route " + method + " " + path + "; the routes are " + routes,
+          "not_found_error",
+          "",
+          "route_not_found",
+          std::nullopt};
 }
 
 ApiError method_not_allowed(const std::string& method, const std::string& path, const std::string& allowed) {
@@ -85,6 +83,37 @@ ApiError shutting_down() {
           "unavailable_error",
           "",
           "shutting_down",
+          std::nullopt};
+}
+
+ApiError too_many_connections(int max_connections) {
+  return {503,
+          "the server is serving its limit of " + std::to_string(max_connections) +
+              " connections (--max-connections); retry after 1 s",
+          "unavailable_error",
+          "",
+          "too_many_connections",
+          1};
+}
+
+ApiError request_timeout(double seconds) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%g", seconds);
+  return {408,
+          std::string("the request did not arrive whole within ") + s +
+              " s of its first byte (--request-timeout); send the headers and body at once",
+          "invalid_request_error",
+          "",
+          "request_timeout",
+          std::nullopt};
+}
+
+ApiError tls_on_plain_http() {
+  return {400,
+          "this port speaks plain HTTP, not TLS: use http://, or put a TLS proxy in front (docs/serving.md)",
+          "invalid_request_error",
+          "",
+          "tls_on_plain_http",
           std::nullopt};
 }
 

@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <deque>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <thread>
 
 #include "base/error.h"
+#include "server/connection.h"
 #include "server/openai_format.h"
 #include "server/stop_strings.h"
 #include "tokenizer/utf8.h"
@@ -24,23 +26,76 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// The routes and their one method each (HEAD is served wherever GET is).
+/// The routes and their one method each (HEAD is served wherever GET is, OPTIONS everywhere for
+/// CORS preflights). A route with `below` also matches every path under it (/v1/models/{id}); the
+/// others match their path exactly (so a route "/" matches "/" alone).
 struct Route {
   const char* path;
   const char* method;
+  bool below = false;  ///< path + "{id}": any path that starts with `path`
 };
-constexpr Route kRoutes[] = {{"/v1/chat/completions", "POST"},
-                             {"/v1/completions", "POST"},
-                             {"/v1/models", "GET"},
-                             {"/health", "GET"},
-                             {"/metrics", "GET"},
-                             {"/apply-template", "POST"}};
+constexpr Route kRoutes[] = {
+    {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/v1/models", "GET"},
+    {"/v1/models/", "GET", true},     {"/health", "GET"},          {"/metrics", "GET"},
+    {"/apply-template", "POST"}};
 
 const Route* find_route(const std::string& path) {
   for (const Route& r : kRoutes) {
-    if (path == r.path) return &r;
+    const std::string_view p(r.path);
+    if (path == p || (r.below && path.size() > p.size() && path.compare(0, p.size(), p) == 0)) return &r;
   }
   return nullptr;
+}
+
+/// The route table as the 404 message lists it: "POST /v1/chat/completions, ..., GET /v1/models/{id}".
+std::string route_list() {
+  std::string out;
+  for (const Route& r : kRoutes) {
+    out += (out.empty() ? "" : ", ") + std::string(r.method) + " " + r.path + (r.below ? "{id}" : "");
+  }
+  return out;
+}
+
+/// The counters' route label: the table's path (so /v1/models/x and /v1/models/y count as one).
+std::string route_label(const std::string& path) {
+  const Route* r = find_route(path);
+  return r ? r->path : "other";
+}
+
+/// `Authorization: Bearer KEY` -> KEY; the scheme is case-insensitive (RFC 7235 section 2.1), and
+/// "" when the header has another scheme or no key.
+std::string bearer_token(const std::string& header) {
+  constexpr std::string_view scheme = "bearer";
+  if (header.size() <= scheme.size()) return "";
+  for (size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != scheme[i]) return "";
+  }
+  if (header[scheme.size()] != ' ') return "";
+  const size_t start = header.find_first_not_of(' ', scheme.size());
+  return start == std::string::npos ? "" : header.substr(start);
+}
+
+/// The request says a body follows (RFC 9112 section 6.3: a Content-Length or a Transfer-Encoding).
+bool has_body(const httplib::Request& req) {
+  return req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
+}
+
+/// A request's body framing checked before it is read: a Content-Length that is not a whole number
+/// (400) or over the limit (413) is answered at once, and the body is never read.
+std::optional<ApiError> check_length(const httplib::Request& req, size_t limit) {
+  if (!req.has_header("Content-Length")) return std::nullopt;
+  const std::string v = req.get_header_value("Content-Length");
+  const bool digits = !v.empty() && v.size() <= 19 && v.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) {
+    return ApiError{400,
+                    "Content-Length must be a whole number of bytes, got '" + v.substr(0, 40) + "'",
+                    "invalid_request_error",
+                    "",
+                    "bad_request",
+                    std::nullopt};
+  }
+  if (std::stoull(v) > limit) return body_too_large(limit);
+  return std::nullopt;
 }
 
 void send_error(httplib::Response& res, const ApiError& e) {
@@ -141,20 +196,16 @@ struct StreamState {
 
 }  // namespace
 
-HttpServer::HttpServer(HttpOptions options)
-    : options_(std::move(options)), svr_(std::make_unique<httplib::Server>()) {
+HttpServer::HttpServer(HttpOptions options) : options_(std::move(options)) {
+  ConnectionLimits limits;
+  limits.max_connections = options_.max_connections;
+  limits.request_timeout_s = options_.request_timeout_s;
+  svr_ = std::make_unique<GuardedServer>(limits);
   started_ = unix_now();
-  const int threads = std::max(4, options_.threads);
-  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  svr_->set_payload_max_length(options_.max_body_bytes);
-  // Idle keep-alive connections hold a thread each; a short wait lets stop() return quickly.
-  svr_->set_keep_alive_timeout(2);
-  svr_->set_read_timeout(30, 0);
-  svr_->set_write_timeout(30, 0);
   if (options_.verbose) {
     svr_->set_logger([](const httplib::Request& req, const httplib::Response& res) {
-      std::fprintf(stderr, "dllm serve: %s %s %d (%zu bytes in, %s)\n", req.method.c_str(), req.path.c_str(),
-                   res.status, req.body.size(), req.remote_addr.c_str());
+      std::fprintf(stderr, "dllm serve: %s %s %d (%s)\n", req.method.c_str(), req.path.c_str(), res.status,
+                   req.remote_addr.c_str());
     });
   }
   routes();
@@ -213,54 +264,96 @@ std::shared_ptr<const ModelContext> HttpServer::model() const {
   return model_;
 }
 
-void HttpServer::routes() {
-  httplib::Server& s = *svr_;
+std::string HttpServer::allowed_origin(const std::string& origin) const {
+  if (origin.empty()) return "";
+  for (const std::string& o : options_.cors_origins) {
+    if (o == "*" || o == origin) return origin;
+  }
+  // This machine's pages (a web UI on another port) are allowed by default, as Ollama allows them.
+  for (const char* local : {"http://localhost", "https://localhost", "http://127.0.0.1", "https://127.0.0.1",
+                            "http://[::1]", "https://[::1]"}) {
+    const std::string_view l(local);
+    if (origin.compare(0, l.size(), l) == 0 && (origin.size() == l.size() || origin[l.size()] == ':'))
+      return origin;
+  }
+  return "";
+}
 
-  // Before any handler and before the body is read: unknown route (404), wrong method (405), key (401).
+void HttpServer::routes() {
+  GuardedServer& s = *svr_;
+
+  // Before any handler and before the body is read: unknown route (404), wrong method (405), CORS
+  // preflight, key (401), body length (400, 413). A refusal before the body is read closes the
+  // connection after the answer (the unread body must not be taken for the next request).
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    auto refuse = [&](const ApiError& e, const std::string& label) {
+      send_error(res, e);
+      counters_.count(label, res.status);
+      if (auto* conn = Connection::current(); conn && has_body(req)) {
+        res.set_header("Connection", "close");
+        conn->close_after_response();
+      }
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    const std::string origin = allowed_origin(req.get_header_value("Origin"));
+    if (!origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+    }
     const Route* route = find_route(req.path);
-    if (!route) {
-      send_error(res, route_not_found(req.method, req.path));
-      counters_.count("other", res.status);
+    if (!route) return refuse(route_not_found(req.method, req.path, route_list()), "other");
+    if (req.method == "OPTIONS") {
+      // A CORS preflight: it carries no key (browsers never send one), so it is answered before auth.
+      if (origin.empty() && req.has_header("Origin")) {
+        return refuse({403,
+                       "the origin '" + req.get_header_value("Origin").substr(0, 100) +
+                           "' may not call this server; start it with --cors-origin ORIGIN",
+                       "invalid_request_error", "", "cors_origin_not_allowed", std::nullopt},
+                      route->path);
+      }
+      res.status = 204;
+      const std::string methods = std::string(route->method) + ", OPTIONS";
+      res.set_header("Allow", methods);
+      res.set_header("Access-Control-Allow-Methods", methods);
+      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      res.set_header("Access-Control-Max-Age", "600");
+      counters_.count(route->path, res.status);
       return httplib::Server::HandlerResponse::Handled;
     }
     const bool method_ok =
         req.method == route->method || (req.method == "HEAD" && std::string(route->method) == "GET");
     if (!method_ok) {
       res.set_header("Allow", route->method);
-      send_error(res, method_not_allowed(req.method, req.path, route->method));
-      counters_.count(route->path, res.status);
-      return httplib::Server::HandlerResponse::Handled;
+      return refuse(method_not_allowed(req.method, req.path, route->method), route->path);
     }
     if (!options_.api_key.empty() && req.path != "/health") {
       const std::string auth = req.get_header_value("Authorization");
-      const std::string prefix = "Bearer ";
-      const bool given = !auth.empty();
-      const bool ok = auth.size() > prefix.size() && auth.compare(0, prefix.size(), prefix) == 0 &&
-                      same_key(auth.substr(prefix.size()), options_.api_key);
-      if (!ok) {
+      if (!same_key(bearer_token(auth), options_.api_key)) {
         res.set_header("WWW-Authenticate", "Bearer");
-        send_error(res, unauthorized(given));
-        counters_.count(route->path, res.status);
-        return httplib::Server::HandlerResponse::Handled;
+        return refuse(unauthorized(!auth.empty()), route->path);
       }
     }
+    if (auto e = check_length(req, options_.max_body_bytes)) return refuse(*e, route->path);
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  // Statuses httplib sets itself (413 body too large, 400 unreadable request line): an error JSON.
+  // Statuses httplib sets itself (400 unreadable request line or headers, 414): an error JSON; a
+  // request whose deadline passed while it was read is a 408.
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
                                                                   httplib::Response& res) {
     if (!res.body.empty() || res.content_length_ > 0) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 413) {
+    const Connection* conn = Connection::current();
+    if (conn && conn->timed_out()) {
+      send_error(res, request_timeout(options_.request_timeout_s));
+    } else if (res.status == 413) {
       send_error(res, body_too_large(options_.max_body_bytes));
     } else if (res.status == 404) {
-      send_error(res, route_not_found(req.method, req.path));
+      send_error(res, route_not_found(req.method, req.path, route_list()));
     } else {
       send_error(res, {res.status, "the request could not be read (HTTP " + std::to_string(res.status) + ")",
                        "invalid_request_error", "", "bad_request", std::nullopt});
     }
-    counters_.count(find_route(req.path) ? req.path : "other", res.status);
+    counters_.count(route_label(req.path), res.status);
     return httplib::Server::HandlerResponse::Handled;
   }));
 
@@ -273,7 +366,7 @@ void HttpServer::routes() {
     } catch (...) {
     }
     send_error(res, internal_error(what));
-    counters_.count(find_route(req.path) ? req.path : "other", res.status);
+    counters_.count(route_label(req.path), res.status);
   });
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -290,48 +383,109 @@ void HttpServer::routes() {
       res.status = 503;
       res.set_content(R"({"status":"loading model"})", "application/json");
     } else {
+      res.status = 200;
       res.set_content(R"({"status":"ok"})", "application/json");
     }
     counters_.count("/health", res.status);
   });
 
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
     res.set_content(models_body(options_.model_id, started_), "application/json");
-    counters_.count("/v1/models", res.status == -1 ? 200 : res.status);
+    counters_.count("/v1/models", res.status);
+  });
+
+  // The openai client's models.retrieve(id).
+  s.Get("/v1/models/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id == options_.model_id) {
+      res.status = 200;
+      res.set_content(model_body(options_.model_id, started_), "application/json");
+    } else {
+      send_error(res, {404,
+                       "the model '" + id.substr(0, 200) + "' does not exist; this server serves '" +
+                           options_.model_id + "'",
+                       "invalid_request_error", "model", "model_not_found", std::nullopt});
+    }
+    counters_.count("/v1/models/", res.status);
   });
 
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     const auto m = model();
     std::optional<engine::EngineMetrics> em;
     if (m) em = m->engine->metrics();
-    res.set_content(prometheus_text(counters_, em, m != nullptr), "text/plain; version=0.0.4");
-    counters_.count("/metrics", 200);
+    ConnectionCounts cc{svr_->open_connections(), svr_->rejected_connections()};
+    res.status = 200;
+    res.set_content(prometheus_text(counters_, em, m != nullptr, cc), "text/plain; version=0.0.4");
+    counters_.count("/metrics", res.status);
   });
 
+  // The POST routes read their body themselves (httplib's ContentReader), counting bytes as they
+  // arrive: a body over --max-body-bytes is refused at the limit, chunked or not, and never held.
+  auto read_body = [this](const httplib::Request& req, httplib::Response& res,
+                          const httplib::ContentReader& reader, std::string& body) {
+    if (!has_body(req)) return true;  // no body (RFC 9112 section 6.3): an empty one
+    // Reserved once, so the body never exists twice while a growing buffer is copied: the memory a
+    // request holds is its body, at most the limit (pages of the reserve are only used as filled).
+    const size_t limit = options_.max_body_bytes;
+    body.reserve(req.has_header("Content-Length")
+                     ? std::min<size_t>(limit, std::stoull(req.get_header_value("Content-Length")))
+                     : std::min<size_t>(limit, size_t{64} << 20));
+    bool too_large = false;
+    const bool ok = reader([&](const char* data, size_t n) {
+      if (body.size() + n > limit) {
+        too_large = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (ok) return true;
+    Connection* conn = Connection::current();
+    if (conn) conn->close_after_response();
+    res.set_header("Connection", "close");
+    if (too_large) {
+      send_error(res, body_too_large(options_.max_body_bytes));
+    } else if (conn && conn->timed_out()) {
+      send_error(res, request_timeout(options_.request_timeout_s));
+    } else {
+      send_error(res, {400, "the request body could not be read (cut short, or bad chunked framing)",
+                       "invalid_request_error", "", "bad_request", std::nullopt});
+    }
+    return false;
+  };
+
   // llama.cpp's server route: the prompt text a chat request would feed (no generation).
-  s.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Post("/apply-template", [this, read_body](const httplib::Request& req, httplib::Response& res,
+                                              const httplib::ContentReader& reader) {
+    std::string body;
     const auto m = model();
-    if (!m) {
+    if (!read_body(req, res, reader, body)) {
+    } else if (!m) {
       send_error(res, model_loading());
     } else {
-      auto parsed = parse_generation_request(Endpoint::kChat, req.body, options_.model_id);
+      auto parsed = parse_generation_request(Endpoint::kChat, body, options_.model_id);
       if (auto* e = std::get_if<ApiError>(&parsed)) {
         send_error(res, *e);
       } else {
         tokenizer::ChatOptions chat;
         chat.messages = std::get<GenerationRequest>(parsed).messages;
-        chat.parse_special = m->parse_special;
+        const GenerationRequest& g = std::get<GenerationRequest>(parsed);
+        chat.parse_special = g.no_special ? !*g.no_special : m->parse_special;
         nlohmann::json j = {{"prompt", tokenizer::render_chat(*m->tok, chat)}};
+        res.status = 200;
         res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
       }
     }
-    counters_.count("/apply-template", res.status == -1 ? 200 : res.status);
+    counters_.count("/apply-template", res.status);
   });
 
-  auto generation = [this](Endpoint endpoint) {
-    return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
+  auto generation = [this, read_body](Endpoint endpoint) {
+    return [this, endpoint, read_body](const httplib::Request& req, httplib::Response& res,
+                                       const httplib::ContentReader& reader) {
       const char* route = endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
-      serve_generation(endpoint, req, res);
+      std::string body;
+      if (read_body(req, res, reader, body)) serve_generation(endpoint, body, res);
       counters_.count(route, res.status == -1 ? 200 : res.status);
     };
   };
@@ -339,7 +493,7 @@ void HttpServer::routes() {
   s.Post("/v1/completions", generation(Endpoint::kCompletion));
 }
 
-void HttpServer::serve_generation(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+void HttpServer::serve_generation(Endpoint endpoint, const std::string& body, httplib::Response& res) {
   if (shutting_down_) return send_error(res, shutting_down());
   const auto m = model();
   if (!m) {
@@ -347,7 +501,7 @@ void HttpServer::serve_generation(Endpoint endpoint, const httplib::Request& req
     return send_error(
         res, failed_.empty() ? model_loading() : internal_error("the model failed to load: " + failed_));
   }
-  auto parsed = parse_generation_request(endpoint, req.body, options_.model_id);
+  auto parsed = parse_generation_request(endpoint, body, options_.model_id);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
   const GenerationRequest r = std::move(std::get<GenerationRequest>(parsed));
   auto prepared = prepare_request(r, *m);
@@ -360,6 +514,13 @@ void HttpServer::serve_generation(Endpoint endpoint, const httplib::Request& req
   c.model = options_.model_id;
   c.created = unix_now();
   c.prompt_tokens = p.n_prompt;
+  c.seed = p.seed;
+  c.warnings = p.warnings;
+  if (options_.verbose) {
+    for (const std::string& w : p.warnings)
+      std::fprintf(stderr, "dllm serve: %s: note: %s\n", c.id.c_str(), w.c_str());
+  }
+  res.set_header("X-Dllm-Seed", std::to_string(p.seed));
 
   std::shared_ptr<StreamState> st;
   std::function<void(const engine::StepEvent&)> on_step;
@@ -422,6 +583,16 @@ void HttpServer::serve_generation(Endpoint endpoint, const httplib::Request& req
   }
 
   if (!r.stream) {
+    // Nothing is written while the job runs, so a client that gives up (its timeout, Ctrl-C) is
+    // noticed by polling its socket between waits; its job is cancelled rather than run to the end.
+    const Connection* conn = Connection::current();
+    while (!job->done()) {
+      if (conn && conn->client_gone()) {
+        job->cancel();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     const engine::JobResult result = job->wait();
     if (auto err = job_error(result, false)) return send_error(res, *err);
     bool found = false;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "server/metrics.h"
 #include "server/prepare.h"
@@ -25,14 +26,20 @@ struct Response;
 
 namespace dllm::server {
 
+class GuardedServer;
+
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;      ///< 0: any free port (bind() returns it)
   std::string api_key;  ///< non-empty: every route but /health needs Authorization: Bearer <api_key>
-  size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
+  size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413, whatever their framing
   std::string model_id;             ///< the name /v1/models lists and requests may send
-  int threads = 16;                 ///< connection threads: --parallel + --queue + a few for the rest
-  bool verbose = false;             ///< one stderr line per request (method, path, status, ms)
+  int max_connections = 52;         ///< served at once (connection.h); --parallel + --queue + 32
+  double request_timeout_s = 15;    ///< a request's line, headers and body must arrive within this
+  /// Origins a browser page may call from (CORS), besides http(s)://localhost, 127.0.0.1 and [::1]
+  /// on any port; "*" allows any origin.
+  std::vector<std::string> cors_origins;
+  bool verbose = false;  ///< one stderr line per request (method, path, status, ms)
 };
 
 class HttpServer {
@@ -61,11 +68,13 @@ class HttpServer {
 
  private:
   void routes();
-  void serve_generation(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  void serve_generation(Endpoint endpoint, const std::string& body, httplib::Response& res);
+  /// The Access-Control-Allow-Origin value for a request's Origin header ("" = none).
+  std::string allowed_origin(const std::string& origin) const;
   std::shared_ptr<const ModelContext> model() const;
 
   HttpOptions options_;
-  std::unique_ptr<httplib::Server> svr_;
+  std::unique_ptr<GuardedServer> svr_;
   HttpCounters counters_;
   mutable std::mutex mu_;
   std::shared_ptr<const ModelContext> model_;

@@ -31,7 +31,7 @@ void metric(std::string& out, const std::string& name, const char* type, const s
 }  // namespace
 
 std::string prometheus_text(const HttpCounters& http, const std::optional<engine::EngineMetrics>& e,
-                            bool model_loaded) {
+                            bool model_loaded, const ConnectionCounts& c) {
   std::string out;
   metric(out, "dllm_model_loaded", "gauge", "1 once the model is loaded and requests are served");
   out += "dllm_model_loaded " + std::string(model_loaded ? "1" : "0") + "\n";
@@ -40,6 +40,11 @@ std::string prometheus_text(const HttpCounters& http, const std::optional<engine
     out += "dllm_http_requests_total{route=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
            "\"} " + std::to_string(n) + "\n";
   }
+  metric(out, "dllm_http_connections", "gauge", "connections being served now (--max-connections)");
+  out += "dllm_http_connections " + std::to_string(c.open) + "\n";
+  metric(out, "dllm_http_connections_rejected_total", "counter",
+         "connections answered 503 at once because --max-connections were open");
+  out += "dllm_http_connections_rejected_total " + std::to_string(c.rejected) + "\n";
   if (!e) return out;
   metric(out, "dllm_requests_total", "counter", "generation jobs by outcome");
   const std::pair<const char*, int64_t> outcomes[] = {{"submitted", e->requests_submitted},

@@ -24,8 +24,14 @@ class HttpCounters {
   std::map<std::pair<std::string, int>, int64_t> counts_;
 };
 
+/// The connection layer's numbers (connection.h GuardedServer).
+struct ConnectionCounts {
+  int open = 0;          ///< connections being served now
+  int64_t rejected = 0;  ///< answered 503 at once: --max-connections were open
+};
+
 /// The whole /metrics body. `engine` is empty while the model loads.
 std::string prometheus_text(const HttpCounters& http, const std::optional<engine::EngineMetrics>& engine,
-                            bool model_loaded);
+                            bool model_loaded, const ConnectionCounts& connections = {});
 
 }  // namespace dllm::server

@@ -30,6 +30,12 @@ json head(Endpoint endpoint, const Completion& c, bool chunk) {
           {"system_fingerprint", "dllm"}};
 }
 
+json dllm_fields(const Completion& c) {
+  json d = {{"steps", c.steps}, {"seed", c.seed}};
+  if (!c.warnings.empty()) d["warnings"] = c.warnings;
+  return d;
+}
+
 json finish(const std::string& reason) {
   return reason.empty() ? json(nullptr) : json(reason);
 }
@@ -46,7 +52,7 @@ std::string completion_body(Endpoint endpoint, const Completion& c) {
   }
   j["choices"] = json::array({choice});
   j["usage"] = usage(c);
-  j["dllm"] = {{"steps", c.steps}};
+  j["dllm"] = dllm_fields(c);
   return dump(j);
 }
 
@@ -63,6 +69,7 @@ std::string chunk_body(Endpoint endpoint, const Completion& c, const std::string
     choice["text"] = delta;
   }
   j["choices"] = json::array({choice});
+  if (!finish_reason.empty()) j["dllm"] = dllm_fields(c);
   return dump(j);
 }
 
@@ -73,11 +80,12 @@ std::string usage_chunk_body(Endpoint endpoint, const Completion& c) {
   return dump(j);
 }
 
+std::string model_body(const std::string& model_id, int64_t created) {
+  return dump({{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "dllm"}});
+}
+
 std::string models_body(const std::string& model_id, int64_t created) {
-  return dump(
-      {{"object", "list"},
-       {"data",
-        json::array({{{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "dllm"}}})}});
+  return dump({{"object", "list"}, {"data", json::array({json::parse(model_body(model_id, created))})}});
 }
 
 std::string sse(const std::string& json_text, const std::string& event) {

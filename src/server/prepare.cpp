@@ -1,7 +1,11 @@
 // See prepare.h.
 #include "server/prepare.h"
 
+#include <cctype>
+#include <random>
+
 #include "base/error.h"
+#include "engine/prompt_notes.h"
 #include "tokenizer/chat.h"
 
 namespace dllm::server {
@@ -26,6 +30,29 @@ engine::SamplerOptions options_for(const GenerationRequest& r, const engine::Sam
   return o;
 }
 
+/// The request field a schedule error is about: the first field name its message mentions (the
+/// engine's checks name the fields under their request names, engine::SettingNames::kFields), or "".
+std::string field_named_in(const std::string& message) {
+  static const char* const kFields[] = {"max_tokens", "block_length", "steps", "threshold",   "cfg_scale",
+                                        "alg_temp",   "top_p",        "top_k", "temperature", "remasking",
+                                        "cache",      "alg",          "seed"};
+  std::string best;
+  size_t at = std::string::npos;
+  for (const char* f : kFields) {
+    const std::string name(f);
+    for (size_t p = message.find(name); p != std::string::npos; p = message.find(name, p + 1)) {
+      auto word = [&](size_t i) {
+        return i < message.size() &&
+               (std::isalnum(static_cast<unsigned char>(message[i])) || message[i] == '_');
+      };
+      if ((p > 0 && word(p - 1)) || word(p + name.size())) continue;  // a part of a longer word
+      if (p < at) at = p, best = name;
+      break;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest& r, const ModelContext& m) {
@@ -33,7 +60,7 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
   PreparedRequest out;
   try {
     tokenizer::ChatOptions chat;
-    chat.parse_special = m.parse_special;
+    chat.parse_special = r.no_special ? !*r.no_special : m.parse_special;
     if (r.endpoint == Endpoint::kChat) {
       chat.messages = r.messages;
     } else {
@@ -46,7 +73,9 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
       return invalid_request(e.what(), prompt_param);
     }
     out.n_prompt = static_cast<int64_t>(out.spec.prompt.size());
-    const engine::SamplerOptions o = options_for(r, m.defaults);
+    engine::SamplerOptions o = options_for(r, m.defaults);
+    if (!r.seed && m.fresh_seed) o.seed = std::random_device{}();
+    out.seed = o.seed;
     const std::string ctx = std::to_string(m.max_canvas);
     if (out.n_prompt >= m.max_canvas) {
       return invalid_request("the prompt is " + std::to_string(out.n_prompt) + " tokens and the context is " +
@@ -65,8 +94,10 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
                                              engine::SettingNames::kFields);
     out.spec.stream_canvas = r.canvas_events;
     for (const std::string& w : m.engine->check(out.spec)) out.warnings.push_back(w);
+    if (auto note = engine::typed_mask_note(*m.tok, out.spec.prompt, out.spec.params.mask_id); !note.empty())
+      out.warnings.push_back(note);
   } catch (const UsageError& e) {
-    return invalid_request(e.what());
+    return invalid_request(e.what(), field_named_in(e.what()));
   } catch (const std::exception& e) {
     return internal_error(e.what());
   }

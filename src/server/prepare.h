@@ -26,11 +26,13 @@ struct ModelContext {
   engine::SamplerOptions defaults;  ///< the serve command's run flags
   bool parse_special = true;        ///< false: --no-special (control-token text in messages stays text)
   int64_t max_canvas = 0;           ///< longest prompt + max_tokens: min(model context, --ctx-size)
+  bool fresh_seed = false;          ///< no --seed: a request without `seed` gets a random one
 };
 
 struct PreparedRequest {
   engine::JobSpec spec;
   int64_t n_prompt = 0;
+  uint64_t seed = 0;                  ///< the seed it runs with (the request's, --seed, or a fresh one)
   std::vector<std::string> warnings;  ///< settings ignored for this architecture, check_params' notes
 };
 

@@ -108,10 +108,12 @@ std::optional<double> real(const json& obj, const char* name, double min, double
   return x;
 }
 
-std::optional<bool> boolean(const json& obj, const char* name) {
+// `param`: the field's full name where it is nested ("dllm.canvas"); `name` by default.
+std::optional<bool> boolean(const json& obj, const char* name, const char* param = nullptr) {
   const json* v = field(obj, name);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) reject(name, std::string(name) + " must be true or false, got " + type_name(*v));
+  if (!param) param = name;
+  if (!v->is_boolean()) reject(param, std::string(param) + " must be true or false, got " + type_name(*v));
   return v->get<bool>();
 }
 
@@ -215,6 +217,35 @@ std::vector<std::string> parse_stop(const json& body) {
   return out;
 }
 
+// What OpenAI's API offers and this server does not: asking for it is a 400 naming the field, so the
+// client's error says what is missing instead of an answer that silently lacks it (as llama-server
+// refuses `tools` without --jinja). The values that ask for nothing (false, 0, [], "text", "none")
+// pass, since clients send them as defaults.
+void refuse_unsupported(const json& body) {
+  auto no = [](const std::string& field, const std::string& what) {
+    reject(field, field + " is not supported: " + what + "; leave it out (or send " +
+                      (field == "response_format" ? "{\"type\": \"text\"}" : "null") + ")");
+  };
+  if (const json* v = field(body, "logprobs");
+      v && !(v->is_boolean() && !v->get<bool>()) && !(v->is_number_integer() && v->get<int64_t>() == 0)) {
+    no("logprobs",
+       "a diffusion model commits tokens out of order and this server returns no log probabilities");
+  }
+  if (const json* v = field(body, "top_logprobs"); v && !(v->is_number_integer() && v->get<int64_t>() == 0))
+    no("top_logprobs", "this server returns no log probabilities");
+  const json* choice = field(body, "tool_choice");
+  const bool tools_off = choice && choice->is_string() && choice->get<std::string>() == "none";
+  for (const char* name : {"tools", "functions"}) {
+    if (const json* v = field(body, name); v && !(v->is_array() && v->empty()) && !tools_off)
+      no(name, "this server has no tool (function) calling");
+  }
+  if (const json* v = field(body, "response_format")) {
+    const json* type = v->is_object() ? field(*v, "type") : nullptr;
+    if (!(type && type->is_string() && type->get<std::string>() == "text"))
+      no("response_format", "this server cannot constrain the answer to JSON or a schema");
+  }
+}
+
 GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::string& model_id) {
   json body;
   try {
@@ -248,7 +279,11 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   r.max_tokens = whole(body, "max_tokens", 1);
   if (!r.max_tokens) r.max_tokens = whole(body, "max_completion_tokens", 1);
   r.temperature = real(body, "temperature", 0, kInf);
-  r.top_p = real(body, "top_p", 0, 1, true);
+  // OpenAI accepts top_p 0: the smallest nucleus, the most likely token alone. The sampler's range is
+  // (0, 1]; its top_p cut keeps the first token whose mass passes top_p * z, so the smallest
+  // positive double keeps exactly that one.
+  r.top_p = real(body, "top_p", 0, 1);
+  if (r.top_p && *r.top_p == 0) r.top_p = std::numeric_limits<double>::min();
   r.top_k = whole(body, "top_k", 0);
   if (auto seed = whole(body, "seed", 0)) r.seed = static_cast<uint64_t>(*seed);
   r.stop = parse_stop(body);
@@ -256,8 +291,10 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object())
       reject("stream_options", "stream_options must be an object {\"include_usage\": bool}");
-    r.include_usage = boolean(*so, "include_usage").value_or(false);
+    r.include_usage = boolean(*so, "include_usage", "stream_options.include_usage").value_or(false);
   }
+  refuse_unsupported(body);
+  r.no_special = boolean(body, "no_special");
   if (auto n = whole(body, "n", 1); n && *n != 1) {
     reject("n", "n must be 1: this server returns one choice per request, got " + std::to_string(*n));
   }
@@ -272,10 +309,10 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   if (const json* d = field(body, "dllm")) {
     if (!d->is_object())
       reject("dllm", std::string("dllm must be an object {\"canvas\": bool}, got ") + type_name(*d));
-    r.canvas_events = boolean(*d, "canvas").value_or(false);
+    r.canvas_events = boolean(*d, "canvas", "dllm.canvas").value_or(false);
   }
   if (r.canvas_events && !r.stream) {
-    reject("dllm", "dllm.canvas streams the canvas after every step: it needs \"stream\": true");
+    reject("dllm.canvas", "dllm.canvas streams the canvas after every step: it needs \"stream\": true");
   }
   return r;
 }

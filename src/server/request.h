@@ -6,7 +6,9 @@
 // Fields (OpenAI's names; the diffusion ones under `dllm run`'s flag names, docs/serving.md):
 //   model, messages (chat) | prompt (completions), max_tokens (alias max_completion_tokens), temperature,
 //   top_p, top_k, seed, stop, stream, stream_options.include_usage, n (1 only), steps, block_length,
-//   threshold, cache, alg, alg_temp, remasking, cfg_scale, dllm.canvas.
+//   threshold, cache, alg, alg_temp, remasking, cfg_scale, no_special, dllm.canvas.
+// Refused with a 400 naming the field (not supported): logprobs, top_logprobs, tools, functions,
+// response_format other than {"type": "text"}.
 // Unknown fields are ignored (OpenAI's clients send fields such as `user` or `logit_bias`); a known
 // field of the wrong type or out of range is a 400 naming it. `null` counts as absent.
 #pragma once
@@ -36,7 +38,7 @@ struct GenerationRequest {
   std::string prompt;                            ///< kCompletion
   std::optional<int64_t> max_tokens;             ///< >= 1: the masks after the prompt (the canvas)
   std::optional<double> temperature;             ///< >= 0
-  std::optional<double> top_p;                   ///< (0, 1]
+  std::optional<double> top_p;                   ///< (0, 1]; a request's 0 arrives as the smallest double
   std::optional<int64_t> top_k;                  ///< >= 0
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;  ///< up to 4 non-empty strings
@@ -51,6 +53,7 @@ struct GenerationRequest {
   std::optional<std::string> remasking;  ///< low_confidence | random
   std::optional<double> cfg_scale;       ///< >= 0
   bool canvas_events = false;            ///< dllm.canvas: a canvas event after every step (streaming)
+  std::optional<bool> no_special;        ///< true: control-token text in the prompt stays text (--no-special)
 };
 
 /// Parses and checks `body` for `endpoint`. `model_id` is the served model's name: a request naming

@@ -151,6 +151,29 @@ TEST_F(EmptyCache, OmpNumThreadsSetsTheThreadCountUnlessThreadsIsGiven) {
   std::string err;
   EXPECT_EQ(threads({}, {"OMP_NUM_THREADS=many"}, &err), automatic);
   EXPECT_EQ(lines_starting(err, "warning: OMP_NUM_THREADS=many is not a thread count").size(), 1u) << err;
+  // Said once, in our words: libgomp never sees the value (main.cpp hides it before libgomp starts).
+  EXPECT_EQ(err.find("libgomp"), std::string::npos) << err;
+}
+
+// A flag given twice takes its last value, as llama.cpp's tools do (`-n 8 -n 16` is 16).
+TEST_F(EmptyCache, RepeatedFlagTakesTheLastValue) {
+  const RunResult r = dllm({"run", "--model", demo_path(), "Hi", "-n", "8", "-n", "16", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).at("max_tokens"), 16);
+}
+
+// A mask token typed into the prompt is parsed as the control token: a note says it is not denoised,
+// and --no-special keeps it as text (no note).
+TEST_F(EmptyCache, TypedMaskTokenGetsANote) {
+  const RunResult r = dllm({"run", "--model", demo_path(), "Hi <|mdm_mask|> there", "-n", "8", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto notes = lines_starting(r.err, "note: the prompt holds the mask token <|mdm_mask|>");
+  ASSERT_EQ(notes.size(), 1u) << r.err;
+  EXPECT_NE(notes[0].find("not denoised"), std::string::npos) << notes[0];
+  const RunResult plain =
+      dllm({"run", "--model", demo_path(), "Hi <|mdm_mask|> there", "-n", "8", "--json", "--no-special"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_TRUE(lines_starting(plain.err, "note: the prompt holds the mask token").empty()) << plain.err;
 }
 
 TEST_F(EmptyCache, TemperatureAboveTenWarns) {

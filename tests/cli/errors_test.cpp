@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <regex>
 #include <string>
 #include <vector>
@@ -277,6 +278,83 @@ TEST_F(ModelErrors, NotAGgufFile) {
 // `dllm serve` on a file that does not load: the port opened first (so /health can say "loading"),
 // then the load failed; the process ends with exit 1 and the one ERROR line, no "stopping" line of
 // a signal nobody sent.
+// NaN or Inf in the weights (a norm's F32 values, a Q4_K block's scale) is one ERROR naming the tensor,
+// for run, logits and serve alike; without the check the file ran, exit 0, and printed "!!!!!!!!".
+TEST_F(ModelErrors, NonFiniteWeightsAreNamed) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    const char* tensor;
+    std::function<void(std::vector<uint8_t>&)> damage;
+    std::string where;
+  } cases[] = {
+      {"blk.0.attn_norm.weight", [&](auto& d) { std::memcpy(d.data() + 3 * 4, &nan, 4); },
+       "F32) holds NaN or Inf (first at element 3)"},
+      {"output_norm.weight", [&](auto& d) { std::memcpy(d.data() + 7 * 4, &inf, 4); },
+       "F32) holds NaN or Inf (first at element 7)"},
+      // block_q4_K: d (f16) at byte 0 of each 144-byte block; 0x7E00 is an f16 NaN.
+      {"blk.0.attn_q.weight",
+       [](auto& d) {
+         d[2 * 144] = 0x00;
+         d[2 * 144 + 1] = 0x7E;
+       },
+       "Q4_K) holds NaN or Inf (first at block 2, its scale)"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = (dir_ / (std::string(c.tensor) + ".gguf")).string();
+    rewrite_gguf(llada_path(), path, nullptr, [&](TensorSpec& t) {
+      if (t.name == c.tensor) c.damage(t.data);
+      return true;
+    });
+    const std::string message =
+        "tensor " + std::string(c.tensor) + " (" + c.where +
+        ": the file is damaged; download it again or convert it again from the original weights";
+    expect_error(run_on(path), message, 1);
+    const RunResult logits =
+        run_dllm({"logits", "--model", path, "--tokens", "1 2 3", "--out", (dir_ / "l.bin").string()});
+    EXPECT_EQ(logits.exit_code, 1) << logits.err;
+    EXPECT_EQ(logits.err, "ERROR: " + message + "\n");
+  }
+}
+
+// A mask id equal to an end token: refused (an answer could never end), where it ran without a word.
+TEST_F(ModelErrors, MaskTokenEqualToEosIsRefused) {
+  const std::string path = (dir_ / "mask-eos.gguf").string();
+  const uint64_t eos = gguf::GgufFile::open(llada_path()).get_u32("tokenizer.ggml.eos_token_id");
+  rewrite_gguf(
+      llada_path(), path,
+      [&](gguf::KeyValue& kv) {
+        if (kv.key == "tokenizer.ggml.mask_token_id") kv.value.u = eos;
+        return true;
+      },
+      nullptr);
+  expect_error(run_on(path),
+               "tokenizer.ggml.mask_token_id and tokenizer.ggml.eos_token_id are both " +
+                   std::to_string(eos) +
+                   ": the file's metadata is broken (a masked position would read as the answer's end)",
+               1);
+}
+
+// A BOS id outside the vocabulary in a file whose add_bos_token is true: one ERROR, not a warning
+// that it is ignored followed by an ERROR that it is missing.
+TEST_F(ModelErrors, BosOutOfRangeWithAddBosIsOneError) {
+  const size_t n_tokens = gguf::GgufFile::open(llada_path()).get_string_array("tokenizer.ggml.tokens").size();
+  const std::string path = (dir_ / "bos-99999.gguf").string();
+  rewrite_gguf(
+      llada_path(), path,
+      [](gguf::KeyValue& kv) {
+        if (kv.key == "tokenizer.ggml.bos_token_id") kv.value.u = 99999;
+        return true;
+      },
+      nullptr);
+  expect_error(
+      run_on(path),
+      "tokenizer.ggml.bos_token_id is 99999, outside the vocabulary of " + std::to_string(n_tokens) +
+          " tokens (tokenizer.ggml.tokens), and tokenizer.ggml.add_bos_token is true: the prompt needs a "
+          "BOS token this file does not have; the file's metadata is broken",
+      1);
+}
+
 TEST_F(ModelErrors, ServeOnABadFileEndsWithTheErrorOnly) {
   const std::string path = (dir_ / "text.gguf").string();
   std::ofstream(path) << "this is not a GGUF file, just some text long enough to read a header from";

@@ -175,6 +175,42 @@ elif [[ -x "$BIN" && -z "$stale" ]]; then
   kill "$hub_pid" 2>/dev/null || true
 fi
 
+# A first build for `run` (stub cmake and ninja on PATH, a fresh build folder): ninja's [n/N] progress
+# reaches the terminal's stderr, and without an NVIDIA driver the CUDA backend is left out; `test` then
+# puts CMake's default (CUDA whenever nvcc is there) back.
+stub="$TMP/stub"
+mkdir -p "$stub"
+cat >"$stub/cmake" <<'STUB'
+#!/usr/bin/env bash
+echo "$*" >>"$STUB_LOG"
+for ((i = 1; i <= $#; i++)); do [[ "${!i}" == "-B" ]] && { j=$((i + 1)); touch "${!j}/build.ninja"; }; done
+exit 0
+STUB
+cat >"$stub/ninja" <<'STUB'
+#!/usr/bin/env bash
+echo "ninja $*" >>"$STUB_LOG"
+for n in 1 2 3 4 5 6 7 8 9 10; do echo "[$n/10] Building CXX object step$n.o"; done
+mkdir -p "$2/bin" && printf '#!/bin/sh\necho stub-binary "$@"\n' >"$2/bin/dllm" && chmod +x "$2/bin/dllm"
+STUB
+chmod +x "$stub/cmake" "$stub/ninja"
+fresh="$TMP/fresh-build"
+out="$(STUB_LOG="$TMP/stub.log" PATH="$stub:$PATH" DLLM_BUILD_DIR="$fresh" "$SRC/dllm" run "Hi" </dev/null 2>&1)"
+if [[ "$out" != *"building [10/10]"* || "$out" != *"stub-binary run Hi"* ]]; then
+  echo "FAIL: a first build shows no [n/N] progress (or did not run the binary):"
+  echo "$out" | tail -n 8
+  failures=$((failures + 1))
+else
+  echo "ok: ./dllm run on a fresh build folder shows [n/N] progress"
+fi
+if [[ ! -e /proc/driver/nvidia/version ]] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  if grep -q -- '-DDLLM_CUDA=OFF' "$TMP/stub.log" && [[ -e "$fresh/cuda-skipped" ]]; then
+    echo "ok: no NVIDIA driver: the first build for run leaves CUDA out"
+  else
+    echo "FAIL: no NVIDIA driver, yet the first build for run was configured with CUDA: $(cat "$TMP/stub.log")"
+    failures=$((failures + 1))
+  fi
+fi
+
 if ((failures > 0)); then
   echo "$failures launcher check(s) failed"
   exit 1

@@ -79,8 +79,15 @@ class BadInput(unittest.TestCase):
         # LLaDA: max_tokens must be a multiple of block_length, exactly as `dllm run` says it.
         e, _ = self.error("POST", CHAT, {"messages": user(), "max_tokens": 48, "block_length": 32})
         self.assertIn("block", e["message"])
+        self.assertEqual(e["param"], "max_tokens")  # the field the message starts from
         e, _ = self.error("POST", CHAT, {"messages": user(), "cfg_scale": 1.0, "cache": "dual"})
         self.assertIn("cfg", e["message"])
+        self.assertEqual(e["param"], "cfg_scale")
+        # Nested fields are named in full.
+        e, _ = self.error("POST", CHAT, {"messages": user(), "stream": True, "dllm": {"canvas": 1}})
+        self.assertEqual(e["param"], "dllm.canvas")
+        e, _ = self.error("POST", CHAT, {"messages": user(), "dllm": {"canvas": True}})
+        self.assertEqual(e["param"], "dllm.canvas")
 
     def test_body_over_the_limit(self):
         e, _ = self.error("POST", CHAT, json.dumps({"messages": user("x" * 70000)}), status=413)

@@ -74,7 +74,7 @@ TEST(Request, EachBadFieldNamed) {
       {Endpoint::kCompletion, R"({"prompt": "p", "max_tokens": "64"})", "max_tokens", "got a string"},
       {Endpoint::kCompletion, R"({"prompt": "p", "max_tokens": 1.5})", "max_tokens", "whole number"},
       {Endpoint::kCompletion, R"({"prompt": "p", "temperature": -1})", "temperature", "[0, inf)"},
-      {Endpoint::kCompletion, R"({"prompt": "p", "top_p": 0})", "top_p", "(0, 1]"},
+      {Endpoint::kCompletion, R"({"prompt": "p", "top_p": 1.5})", "top_p", "[0, 1]"},
       {Endpoint::kCompletion, R"({"prompt": "p", "seed": -1})", "seed", ">= 0"},
       {Endpoint::kCompletion, R"({"prompt": "p", "stream": "yes"})", "stream", "true or false"},
       {Endpoint::kCompletion, R"({"prompt": "p", "stop": ["a", "b", "c", "d", "e"]})", "stop", "at most 4"},
@@ -82,7 +82,7 @@ TEST(Request, EachBadFieldNamed) {
       {Endpoint::kCompletion, R"({"prompt": "p", "cache": "full"})", "cache", "none, prefix, dual"},
       {Endpoint::kCompletion, R"({"prompt": "p", "n": 2})", "n", "n must be 1"},
       {Endpoint::kCompletion, R"({"prompt": "p", "steps": 0})", "steps", ">= 1"},
-      {Endpoint::kCompletion, R"({"prompt": "p", "dllm": {"canvas": true}})", "dllm", "stream"},
+      {Endpoint::kCompletion, R"({"prompt": "p", "dllm": {"canvas": true}})", "dllm.canvas", "stream"},
       {Endpoint::kCompletion, R"({"prompt": "p", "model": 3})", "model", "must be a string"},
   };
   for (const Case& c : cases) {
