@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "base/error.h"
+#include "server/canvas_event.h"
 #include "server/openai_format.h"
 #include "server/stop_strings.h"
-#include "tokenizer/utf8.h"
 
 namespace dllm::server {
 
@@ -82,30 +82,6 @@ int64_t tokens_for_bytes(const tokenizer::Tokenizer& tok, std::span<const int32_
   return static_cast<int64_t>(ids.size());
 }
 
-/// The placeholder a canvas event shows for a masked position (docs/serving.md).
-constexpr const char* kMaskPlaceholder = "\u2591";
-
-/// The answer region of the canvas as text: committed runs decoded, each mask as the placeholder.
-std::string canvas_text(const tokenizer::Tokenizer& tok, std::span<const int32_t> canvas, int64_t prompt_len,
-                        int32_t mask_id) {
-  std::string out;
-  std::vector<int32_t> run;
-  auto flush = [&] {
-    if (!run.empty()) out += tokenizer::utf8_replace_invalid(tok.decode(run));
-    run.clear();
-  };
-  for (size_t i = static_cast<size_t>(prompt_len); i < canvas.size(); ++i) {
-    if (canvas[i] == mask_id) {
-      flush();
-      out += kMaskPlaceholder;
-    } else {
-      run.push_back(canvas[i]);
-    }
-  }
-  flush();
-  return out;
-}
-
 /// What a finished job's status means for the client: nullopt when it produced an answer.
 std::optional<ApiError> job_error(const engine::JobResult& r, bool stopped_by_us) {
   switch (r.status) {
@@ -132,9 +108,10 @@ struct StreamState {
   bool stopped = false;         ///< a stop string ended the answer: cancel the job
   tokenizer::StreamDecoder decoder;
   StopMatcher stop;
-  int64_t sent_tokens = 0;  ///< answer tokens already through the decoder
-  bool first = true;        ///< the next chunk is the first (chat: carries the role)
-  std::string text;         ///< the answer text sent so far
+  int64_t sent_tokens = 0;             ///< answer tokens already through the decoder
+  bool first = true;                   ///< the next chunk is the first (chat: carries the role)
+  std::string text;                    ///< the answer text sent so far
+  std::vector<int32_t> canvas_before;  ///< canvas events: the answer region after the previous step
   StreamState(const tokenizer::Tokenizer& tok, std::vector<std::string> stops)
       : decoder(tok), stop(std::move(stops)) {}
 };
@@ -388,16 +365,20 @@ void HttpServer::serve_generation(Endpoint endpoint, const httplib::Request& req
         }
       }
       if (canvas && !ev.canvas.empty()) {
-        nlohmann::json committed = nlohmann::json::array();
-        for (int32_t pos : ev.committed) committed.push_back(pos - ev.prompt_len);
-        nlohmann::json j = {{"object", "dllm.canvas"},
-                            {"id", c.id},
-                            {"step", ev.step},
-                            {"tokens_committed", ev.committed.size()},
-                            {"committed", committed},
-                            {"mask", kMaskPlaceholder},
-                            {"text", canvas_text(tok, ev.canvas, ev.prompt_len, mask_id)}};
-        st->out.push_back(sse(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "canvas"));
+        std::vector<int32_t> committed;
+        for (int32_t pos : ev.committed) committed.push_back(static_cast<int32_t>(pos - ev.prompt_len));
+        CanvasStep cs;
+        cs.id = c.id;
+        cs.step = ev.step;
+        cs.step_ms = ev.step_ms;
+        cs.answer = ev.canvas.subspan(static_cast<size_t>(ev.prompt_len));
+        cs.before = st->canvas_before;
+        cs.committed = committed;
+        cs.block_begin = ev.block_begin - ev.prompt_len;
+        cs.block_end = ev.block_end - ev.prompt_len;
+        cs.mask_id = mask_id;
+        st->out.push_back(sse(canvas_event_body(cs, tok), "canvas"));
+        st->canvas_before.assign(cs.answer.begin(), cs.answer.end());
         wrote = true;
       }
       // An SSE comment when nothing else went out: every step writes, so a client that has gone
