@@ -38,6 +38,7 @@ struct ServeFlags {
   int64_t max_body_bytes = 1 << 20;
   bool no_special = false;
   bool verbose = false;
+  bool no_webui = false;
   // Request defaults: `run`'s flags (a request's fields override them).
   int64_t max_tokens = 64;
   int64_t steps = 0;
@@ -91,6 +92,7 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
   ho.model_id = model_id(f);
   ho.threads = f.parallel + f.queue + 8;
   ho.verbose = f.verbose;
+  ho.webui = !f.no_webui;
 
   // Every thread started from here on inherits the blocked set: SIGINT/SIGTERM arrive only through
   // sigwait on the signal thread below, never in the middle of a handler or the scheduler.
@@ -168,6 +170,7 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
     std::fprintf(stderr, "dllm serve: ready: %s (%s), %s, %d parallel, queue %d, context %lld\n",
                  ho.model_id.c_str(), cfg.arch_name.c_str(), engine->describe().c_str(), f.parallel, f.queue,
                  static_cast<long long>(eo.max_canvas));
+    if (ho.webui) std::fprintf(stderr, "dllm serve: web page: http://%s:%d/\n", f.host.c_str(), port);
   } catch (const std::exception& e) {
     // The port stays open so /health reports the failure; the process ends with the error.
     http.set_failed(e.what());
@@ -213,8 +216,9 @@ Command add_serve_command(CLI::App& root) {
                   "Requests that may wait beyond --parallel; more get 503 with Retry-After")
       ->check(whole_number(0))
       ->capture_default_str();
-  sub->add_option("--api-key", f->api_key,
-                  "Require 'Authorization: Bearer KEY' on every route but /health (also DLLM_API_KEY)");
+  sub->add_option(
+      "--api-key", f->api_key,
+      "Require 'Authorization: Bearer KEY' on every route but /health and the page at / (also DLLM_API_KEY)");
   sub->add_option("--alias", f->alias, "Model name for /v1/models and requests (default: the file name)");
   sub->add_option("-c,--ctx-size", f->ctx_size,
                   "Longest canvas (prompt + max_tokens), at most the model's context")
@@ -225,6 +229,7 @@ Command add_serve_command(CLI::App& root) {
       ->capture_default_str();
   sub->add_flag("--no-special", f->no_special, "Treat control-token text in messages as plain text");
   sub->add_flag("-v,--verbose", f->verbose, "Log every request to stderr");
+  sub->add_flag("--no-webui", f->no_webui, "Do not serve the web page at / (404 instead)");
   // The defaults of a request's fields: the same flags as `dllm run`.
   sub->add_option("-n,--max-tokens", f->max_tokens,
                   "Default max_tokens: masks in the canvas after the prompt")

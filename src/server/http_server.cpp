@@ -16,7 +16,9 @@
 #include "base/error.h"
 #include "server/canvas_event.h"
 #include "server/openai_format.h"
+#include "server/props.h"
 #include "server/stop_strings.h"
+#include "server/webui.h"
 
 namespace dllm::server {
 
@@ -34,14 +36,23 @@ constexpr Route kRoutes[] = {{"/v1/chat/completions", "POST"},
                              {"/v1/models", "GET"},
                              {"/health", "GET"},
                              {"/metrics", "GET"},
-                             {"/apply-template", "POST"}};
+                             {"/apply-template", "POST"},
+                             {"/props", "GET"},
+                             {"/", "GET"}};
 
-const Route* find_route(const std::string& path) {
+/// The route of `path`; "/" (the web page) only when it is served.
+const Route* find_route(const std::string& path, bool webui) {
   for (const Route& r : kRoutes) {
-    if (path == r.path) return &r;
+    if (path == r.path && (webui || path != "/")) return &r;
   }
   return nullptr;
 }
+
+/// The web page's policy: everything it uses is inline in the page itself and it talks only to this
+/// server, so a browser refuses any other host (and any injected script) outright.
+constexpr const char* kWebuiPolicy =
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+    "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
@@ -195,7 +206,7 @@ void HttpServer::routes() {
 
   // Before any handler and before the body is read: unknown route (404), wrong method (405), key (401).
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const Route* route = find_route(req.path);
+    const Route* route = find_route(req.path, options_.webui);
     if (!route) {
       send_error(res, route_not_found(req.method, req.path));
       counters_.count("other", res.status);
@@ -209,7 +220,8 @@ void HttpServer::routes() {
       counters_.count(route->path, res.status);
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (!options_.api_key.empty() && req.path != "/health") {
+    // /health is for load balancers; / is the page, which asks for the key itself.
+    if (!options_.api_key.empty() && req.path != "/health" && req.path != "/") {
       const std::string auth = req.get_header_value("Authorization");
       const std::string prefix = "Bearer ";
       const bool given = !auth.empty();
@@ -237,7 +249,7 @@ void HttpServer::routes() {
       send_error(res, {res.status, "the request could not be read (HTTP " + std::to_string(res.status) + ")",
                        "invalid_request_error", "", "bad_request", std::nullopt});
     }
-    counters_.count(find_route(req.path) ? req.path : "other", res.status);
+    counters_.count(find_route(req.path, options_.webui) ? req.path : "other", res.status);
     return httplib::Server::HandlerResponse::Handled;
   }));
 
@@ -250,7 +262,7 @@ void HttpServer::routes() {
     } catch (...) {
     }
     send_error(res, internal_error(what));
-    counters_.count(find_route(req.path) ? req.path : "other", res.status);
+    counters_.count(find_route(req.path, options_.webui) ? req.path : "other", res.status);
   });
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -276,6 +288,26 @@ void HttpServer::routes() {
     res.set_content(models_body(options_.model_id, started_), "application/json");
     counters_.count("/v1/models", res.status == -1 ? 200 : res.status);
   });
+
+  s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    const auto m = model();
+    if (!m) {
+      send_error(res, model_loading());
+    } else {
+      res.set_content(props_body(*m, options_.model_id), "application/json");
+    }
+    counters_.count("/props", res.status == -1 ? 200 : res.status);
+  });
+
+  if (options_.webui) {
+    s.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Content-Security-Policy", kWebuiPolicy);
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Cache-Control", "no-cache");
+      res.set_content(std::string(webui_page()), "text/html; charset=utf-8");
+      counters_.count("/", 200);
+    });
+  }
 
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     const auto m = model();

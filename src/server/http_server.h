@@ -28,11 +28,12 @@ namespace dllm::server {
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;      ///< 0: any free port (bind() returns it)
-  std::string api_key;  ///< non-empty: every route but /health needs Authorization: Bearer <api_key>
+  std::string api_key;  ///< non-empty: every route but /health and / needs Authorization: Bearer <api_key>
   size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
   std::string model_id;             ///< the name /v1/models lists and requests may send
   int threads = 16;                 ///< connection threads: --parallel + --queue + a few for the rest
   bool verbose = false;             ///< one stderr line per request (method, path, status, ms)
+  bool webui = true;                ///< GET / serves the web page (webui.h); false: --no-webui, 404
 };
 
 class HttpServer {
