@@ -6,6 +6,11 @@
 
 const KEY_STORAGE = "dllm.apiKey"; // sessionStorage: this tab's session only
 const MOTION_STORAGE = "dllm.reducedMotion"; // localStorage: a display preference
+// The live view shows each step for at least MIN_STEP_MS (a small model's steps take a few ms, far
+// less than a screen refresh, and would go by unseen), and skips ahead when that puts it more than
+// MAX_LAG_MS behind the stream. A hidden tab or reduced motion draws at once.
+const MIN_STEP_MS = 25;
+const MAX_LAG_MS = 2000;
 
 const $ = (id) => document.getElementById(id);
 
@@ -307,6 +312,10 @@ class Turn {
     this.last = []; // the cells after the latest step
     this.totalMs = 0;
     this.started = performance.now();
+    this.queue = []; // received steps not drawn yet: {rec, cells, arrived}
+    this.pumping = null; // the timer of the next draw
+    this.shownAt = -Infinity; // when the last step was drawn
+    this.drainWaiters = [];
     this.usage = null;
     this.finish = null;
     this.view.setLive(!reducedMotion());
@@ -332,8 +341,51 @@ class Turn {
       rateMs: this.totalMs,
     };
     this.steps.push(rec);
-    if (!reducedMotion()) this.view.draw({ cells, ...rec });
-    this.showCount(rec, cells.length);
+    this.queue.push({ rec, cells, arrived: performance.now() });
+    this.pump();
+  }
+
+  /** Draws the queued steps, MIN_STEP_MS apart (see there). */
+  pump() {
+    if (this.pumping) return;
+    for (;;) {
+      if (!this.queue.length) {
+        for (const f of this.drainWaiters.splice(0)) f();
+        return;
+      }
+      const now = performance.now();
+      const atOnce = reducedMotion() || document.hidden;
+      if (this.queue.length > 1 && now - this.queue[0].arrived > MAX_LAG_MS) this.queue.splice(0, this.queue.length - 1);
+      const wait = atOnce ? 0 : this.shownAt + MIN_STEP_MS - now;
+      if (wait > 0) {
+        this.pumping = setTimeout(() => {
+          this.pumping = null;
+          this.pump();
+        }, wait);
+        return;
+      }
+      const { rec, cells } = this.queue.shift();
+      if (!reducedMotion()) this.view.draw({ cells, ...rec });
+      this.showCount(rec, cells.length);
+      this.shownAt = now;
+    }
+  }
+
+  /** Resolves once every step received so far is drawn. */
+  drained() {
+    return new Promise((resolve) => {
+      this.drainWaiters.push(resolve);
+      this.pump();
+    });
+  }
+
+  /** Draws the newest step now, dropping the queue (stop, errors). */
+  flush() {
+    clearTimeout(this.pumping);
+    this.pumping = null;
+    this.queue.splice(0, Math.max(0, this.queue.length - 1));
+    this.shownAt = -Infinity;
+    this.pump();
   }
 
   showCount(rec, size) {
@@ -564,6 +616,7 @@ async function send() {
         if (turn.steps.length % 8 === 1) scrollDown();
       }
       if (ended && turn.finish) {
+        await turn.drained();
         turn.done();
         page.history.push({ role: "user", content: text }, { role: "assistant", content: turn.text });
       } else if (!ended) {
@@ -571,6 +624,7 @@ async function send() {
       }
     }
   } catch (e) {
+    turn.flush();
     const at = turn.steps.length ? " after step " + turn.steps.length : "";
     if (turn.controller.signal.aborted) {
       turn.answer.textContent = turn.text;
@@ -589,7 +643,9 @@ async function send() {
 }
 
 function stop() {
-  if (page.turn) page.turn.controller.abort();
+  if (!page.turn) return;
+  page.turn.controller.abort();
+  page.turn.flush(); // the stream may be complete and only the drawing left
 }
 
 // ---------------------------------------------------------------------------------------------
