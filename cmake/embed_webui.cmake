@@ -42,10 +42,4 @@ std::string_view webui_page() {
 
 }  // namespace dllm::server
 ")
-set(old "")
-if(EXISTS "${OUT}")
-  file(READ "${OUT}" old)
-endif()
-if(NOT old STREQUAL text)
-  file(WRITE "${OUT}" "${text}")
-endif()
+file(WRITE "${OUT}" "${text}")

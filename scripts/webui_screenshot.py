@@ -26,8 +26,8 @@ def main():
     args = ap.parse_args()
     os.environ["DLLM_BINARY"] = os.path.abspath(args.binary)
     from browser import chromium  # noqa: E402  (after DLLM_BINARY is set)
-    from server_util import Server
-    from webui_test import FAIRYTALES, Page
+    from server_util import FAIRYTALES, Server
+    from webui_test import Page
 
     with Server(FAIRYTALES) as s:
         d = chromium(1280, 1060)
