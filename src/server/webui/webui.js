@@ -222,7 +222,9 @@ function cellLabel(text, isEnd) {
 
 class CanvasView {
   constructor() {
-    this.root = el("div", "canvas-view", { "data-testid": "canvas", "data-step": "", "data-committed": "0" });
+    this.root = el("div", "canvas-view", {
+      "data-testid": "canvas", "data-step": "", "data-committed": "0", role: "group", "aria-label": "The answer's canvas",
+    });
     this.grid = el("div", "cells", { "aria-hidden": "true" });
     this.off = el("p", "canvas-off", {}, "Reduced motion: the canvas is drawn by the replay when the answer is done.");
     this.off.hidden = true;
@@ -302,7 +304,7 @@ class Turn {
     this.li = el("li", "msg assistant");
     this.li.append(el("div", "who", {}, "assistant"));
     this.view = new CanvasView();
-    this.answer = el("div", "answer", { "data-testid": "answer" });
+    this.answer = el("div", "answer", { "data-testid": "answer", "aria-live": "polite" });
     this.meta = el("div", "meta");
     this.li.append(this.view.root, this.answer, this.meta);
     list.append(this.li);
