@@ -43,6 +43,7 @@ struct ServeFlags {
   std::vector<std::string> cors_origins;
   bool no_special = false;
   bool verbose = false;
+  bool no_webui = false;
   // Request defaults: `run`'s flags (a request's fields override them).
   int64_t max_tokens = 64;
   int64_t steps = 0;
@@ -113,6 +114,7 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
   ho.request_timeout_s = f.request_timeout;
   ho.cors_origins = f.cors_origins;
   ho.verbose = f.verbose;
+  ho.webui = !f.no_webui;
 
   // Every thread started from here on inherits the blocked set: SIGINT/SIGTERM arrive only through
   // sigwait on the signal thread below, never in the middle of a handler or the scheduler.
@@ -199,6 +201,7 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
     std::fprintf(stderr, "dllm serve: ready: %s (%s), %s, %d parallel, queue %d, context %lld\n",
                  ho.model_id.c_str(), cfg.arch_name.c_str(), engine->describe().c_str(), f.parallel, f.queue,
                  static_cast<long long>(eo.max_canvas));
+    if (ho.webui) std::fprintf(stderr, "dllm serve: web page: http://%s:%d/\n", f.host.c_str(), port);
   } catch (const std::exception& e) {
     // The port stays open so /health reports the failure; the process ends with the error.
     http.set_failed(e.what());
@@ -244,9 +247,10 @@ Command add_serve_command(CLI::App& root) {
                   "Requests that may wait beyond --parallel; more get 503 with Retry-After")
       ->check(whole_number(0))
       ->capture_default_str();
-  sub->add_option(
-      "--api-key", f->api_key,
-      "Require 'Authorization: Bearer KEY' on every route but /health (also DLLM_API_KEY; not empty)");
+  sub->add_option("--api-key", f->api_key,
+                  "Require 'Authorization: Bearer KEY' on every route but /health and the page at / (also "
+                  "DLLM_API_KEY; not "
+                  "empty)");
   sub->add_option("--alias", f->alias, "Model name for /v1/models and requests (default: the file name)");
   sub->add_option("-c,--ctx-size", f->ctx_size,
                   "Longest canvas (prompt + max_tokens); a longer one than the model's context is cut to it, "
@@ -273,6 +277,7 @@ Command add_serve_command(CLI::App& root) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_flag("--no-special", f->no_special, "Treat control-token text in messages as plain text");
   sub->add_flag("-v,--verbose", f->verbose, "Log every request to stderr");
+  sub->add_flag("--no-webui", f->no_webui, "Do not serve the web page at / (404 instead)");
   // The defaults of a request's fields: the same flags as `dllm run`.
   sub->add_option("-n,--max-tokens", f->max_tokens,
                   "Default max_tokens: masks in the canvas after the prompt")

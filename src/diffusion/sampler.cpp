@@ -495,6 +495,8 @@ class Sequence::State {
     StepInfo info;
     info.step = steps_run_;
     info.block = block_;
+    info.block_begin = block_begin_;
+    info.block_end = block_end_;
     info.positions = pos;
     info.tokens = tok;
     info.confidences = conf;

@@ -122,6 +122,9 @@ struct SamplerParams {
 struct StepInfo {
   int64_t step = 0;   ///< 0-based index of forward passes run so far (skipped empty steps not counted)
   int64_t block = 0;  ///< LLaDA/threshold block index; 0 for Dream without threshold
+  /// Canvas positions [block_begin, block_end) of the block this step worked on (the whole answer
+  /// for Dream without threshold).
+  int64_t block_begin = 0, block_end = 0;
   std::span<const int32_t> positions;  ///< canvas positions committed this step, increasing
   std::span<const int32_t> tokens;     ///< their tokens
   std::span<const float> confidences;  ///< their confidences (the score the step ranked by)

@@ -258,6 +258,9 @@ struct Engine::Impl {
       e.prompt_len = n_prompt;
       e.stable_answer_len = s.stable_answer_len;
       e.answer_final = s.answer_final;
+      e.block_begin = s.block_begin;
+      e.block_end = s.block_end;
+      e.step_ms = s.forward_ms + s.sample_ms;
       e.answer = s.canvas.subspan(static_cast<size_t>(n_prompt), static_cast<size_t>(s.stable_answer_len));
       if (job.spec.stream_canvas) {
         e.canvas = s.canvas;

@@ -61,6 +61,10 @@ struct StepEvent {
   std::span<const int32_t> answer;     ///< canvas[prompt_len, prompt_len + stable_answer_len)
   std::span<const int32_t> canvas;     ///< stream_canvas: the whole canvas after this step (masks included)
   std::span<const int32_t> committed;  ///< stream_canvas: canvas positions committed this step, increasing
+  /// Canvas positions [block_begin, block_end) of the block this step worked on (StepInfo; the whole
+  /// answer when the schedule has no blocks).
+  int64_t block_begin = 0, block_end = 0;
+  double step_ms = 0;  ///< this step's forward pass (the batched pass it was part of) and sampling, ms
 };
 
 /// How a job ended.

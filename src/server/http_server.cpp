@@ -15,10 +15,12 @@
 #include <thread>
 
 #include "base/error.h"
+#include "server/canvas_event.h"
 #include "server/connection.h"
 #include "server/openai_format.h"
+#include "server/props.h"
 #include "server/stop_strings.h"
-#include "tokenizer/utf8.h"
+#include "server/webui.h"
 
 namespace dllm::server {
 
@@ -37,9 +39,11 @@ struct Route {
 constexpr Route kRoutes[] = {
     {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/v1/models", "GET"},
     {"/v1/models/", "GET", true},     {"/health", "GET"},          {"/metrics", "GET"},
-    {"/apply-template", "POST"}};
+    {"/apply-template", "POST"},      {"/props", "GET"},           {"/", "GET"}};
 
-const Route* find_route(const std::string& path) {
+/// The route of `path`; "/" (the web page) only when it is served (webui).
+const Route* find_route(const std::string& path, bool webui) {
+  if (!webui && path == "/") return nullptr;
   for (const Route& r : kRoutes) {
     const std::string_view p(r.path);
     if (path == p || (r.below && path.size() > p.size() && path.compare(0, p.size(), p) == 0)) return &r;
@@ -48,19 +52,26 @@ const Route* find_route(const std::string& path) {
 }
 
 /// The route table as the 404 message lists it: "POST /v1/chat/completions, ..., GET /v1/models/{id}".
-std::string route_list() {
+std::string route_list(bool webui) {
   std::string out;
   for (const Route& r : kRoutes) {
+    if (!webui && std::string_view(r.path) == "/") continue;
     out += (out.empty() ? "" : ", ") + std::string(r.method) + " " + r.path + (r.below ? "{id}" : "");
   }
   return out;
 }
 
 /// The counters' route label: the table's path (so /v1/models/x and /v1/models/y count as one).
-std::string route_label(const std::string& path) {
-  const Route* r = find_route(path);
+std::string route_label(const std::string& path, bool webui) {
+  const Route* r = find_route(path, webui);
   return r ? r->path : "other";
 }
+
+/// The web page's policy: everything it uses is inline in the page itself and it talks only to this
+/// server, so a browser refuses any other host (and any injected script) outright.
+constexpr const char* kWebuiPolicy =
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+    "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// `Authorization: Bearer KEY` -> KEY; the scheme is case-insensitive (RFC 7235 section 2.1), and
 /// "" when the header has another scheme or no key.
@@ -137,30 +148,6 @@ int64_t tokens_for_bytes(const tokenizer::Tokenizer& tok, std::span<const int32_
   return static_cast<int64_t>(ids.size());
 }
 
-/// The placeholder a canvas event shows for a masked position (docs/serving.md).
-constexpr const char* kMaskPlaceholder = "\u2591";
-
-/// The answer region of the canvas as text: committed runs decoded, each mask as the placeholder.
-std::string canvas_text(const tokenizer::Tokenizer& tok, std::span<const int32_t> canvas, int64_t prompt_len,
-                        int32_t mask_id) {
-  std::string out;
-  std::vector<int32_t> run;
-  auto flush = [&] {
-    if (!run.empty()) out += tokenizer::utf8_replace_invalid(tok.decode(run));
-    run.clear();
-  };
-  for (size_t i = static_cast<size_t>(prompt_len); i < canvas.size(); ++i) {
-    if (canvas[i] == mask_id) {
-      flush();
-      out += kMaskPlaceholder;
-    } else {
-      run.push_back(canvas[i]);
-    }
-  }
-  flush();
-  return out;
-}
-
 /// What a finished job's status means for the client: nullopt when it produced an answer.
 std::optional<ApiError> job_error(const engine::JobResult& r, bool stopped_by_us) {
   switch (r.status) {
@@ -187,9 +174,10 @@ struct StreamState {
   bool stopped = false;         ///< a stop string ended the answer: cancel the job
   tokenizer::StreamDecoder decoder;
   StopMatcher stop;
-  int64_t sent_tokens = 0;  ///< answer tokens already through the decoder
-  bool first = true;        ///< the next chunk is the first (chat: carries the role)
-  std::string text;         ///< the answer text sent so far
+  int64_t sent_tokens = 0;             ///< answer tokens already through the decoder
+  bool first = true;                   ///< the next chunk is the first (chat: carries the role)
+  std::string text;                    ///< the answer text sent so far
+  std::vector<int32_t> canvas_before;  ///< canvas events: the answer region after the previous step
   StreamState(const tokenizer::Tokenizer& tok, std::vector<std::string> stops)
       : decoder(tok), stop(std::move(stops)) {}
 };
@@ -300,8 +288,8 @@ void HttpServer::routes() {
       res.set_header("Access-Control-Allow-Origin", origin);
       res.set_header("Vary", "Origin");
     }
-    const Route* route = find_route(req.path);
-    if (!route) return refuse(route_not_found(req.method, req.path, route_list()), "other");
+    const Route* route = find_route(req.path, options_.webui);
+    if (!route) return refuse(route_not_found(req.method, req.path, route_list(options_.webui)), "other");
     if (req.method == "OPTIONS") {
       // A CORS preflight: it carries no key (browsers never send one), so it is answered before auth.
       if (origin.empty() && req.has_header("Origin")) {
@@ -326,7 +314,8 @@ void HttpServer::routes() {
       res.set_header("Allow", route->method);
       return refuse(method_not_allowed(req.method, req.path, route->method), route->path);
     }
-    if (!options_.api_key.empty() && req.path != "/health") {
+    // /health is for load balancers; / is the page, which asks for the key itself.
+    if (!options_.api_key.empty() && req.path != "/health" && req.path != "/") {
       const std::string auth = req.get_header_value("Authorization");
       if (!same_key(bearer_token(auth), options_.api_key)) {
         res.set_header("WWW-Authenticate", "Bearer");
@@ -348,12 +337,12 @@ void HttpServer::routes() {
     } else if (res.status == 413) {
       send_error(res, body_too_large(options_.max_body_bytes));
     } else if (res.status == 404) {
-      send_error(res, route_not_found(req.method, req.path, route_list()));
+      send_error(res, route_not_found(req.method, req.path, route_list(options_.webui)));
     } else {
       send_error(res, {res.status, "the request could not be read (HTTP " + std::to_string(res.status) + ")",
                        "invalid_request_error", "", "bad_request", std::nullopt});
     }
-    counters_.count(route_label(req.path), res.status);
+    counters_.count(route_label(req.path, options_.webui), res.status);
     return httplib::Server::HandlerResponse::Handled;
   }));
 
@@ -366,7 +355,7 @@ void HttpServer::routes() {
     } catch (...) {
     }
     send_error(res, internal_error(what));
-    counters_.count(route_label(req.path), res.status);
+    counters_.count(route_label(req.path, options_.webui), res.status);
   });
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -409,6 +398,26 @@ void HttpServer::routes() {
     }
     counters_.count("/v1/models/", res.status);
   });
+
+  s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    const auto m = model();
+    if (!m) {
+      send_error(res, model_loading());
+    } else {
+      res.set_content(props_body(*m, options_.model_id), "application/json");
+    }
+    counters_.count("/props", res.status == -1 ? 200 : res.status);
+  });
+
+  if (options_.webui) {
+    s.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Content-Security-Policy", kWebuiPolicy);
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Cache-Control", "no-cache");
+      res.set_content(std::string(webui_page()), "text/html; charset=utf-8");
+      counters_.count("/", 200);
+    });
+  }
 
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     const auto m = model();
@@ -549,16 +558,20 @@ void HttpServer::serve_generation(Endpoint endpoint, const std::string& body, ht
         }
       }
       if (canvas && !ev.canvas.empty()) {
-        nlohmann::json committed = nlohmann::json::array();
-        for (int32_t pos : ev.committed) committed.push_back(pos - ev.prompt_len);
-        nlohmann::json j = {{"object", "dllm.canvas"},
-                            {"id", c.id},
-                            {"step", ev.step},
-                            {"tokens_committed", ev.committed.size()},
-                            {"committed", committed},
-                            {"mask", kMaskPlaceholder},
-                            {"text", canvas_text(tok, ev.canvas, ev.prompt_len, mask_id)}};
-        st->out.push_back(sse(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "canvas"));
+        std::vector<int32_t> committed;
+        for (int32_t pos : ev.committed) committed.push_back(static_cast<int32_t>(pos - ev.prompt_len));
+        CanvasStep cs;
+        cs.id = c.id;
+        cs.step = ev.step;
+        cs.step_ms = ev.step_ms;
+        cs.answer = ev.canvas.subspan(static_cast<size_t>(ev.prompt_len));
+        cs.before = st->canvas_before;
+        cs.committed = committed;
+        cs.block_begin = ev.block_begin - ev.prompt_len;
+        cs.block_end = ev.block_end - ev.prompt_len;
+        cs.mask_id = mask_id;
+        st->out.push_back(sse(canvas_event_body(cs, tok), "canvas"));
+        st->canvas_before.assign(cs.answer.begin(), cs.answer.end());
         wrote = true;
       }
       // An SSE comment when nothing else went out: every step writes, so a client that has gone

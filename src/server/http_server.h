@@ -31,7 +31,7 @@ class GuardedServer;
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;      ///< 0: any free port (bind() returns it)
-  std::string api_key;  ///< non-empty: every route but /health needs Authorization: Bearer <api_key>
+  std::string api_key;  ///< non-empty: every route but /health and / needs Authorization: Bearer <api_key>
   size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413, whatever their framing
   std::string model_id;             ///< the name /v1/models lists and requests may send
   int max_connections = 52;         ///< served at once (connection.h); --parallel + --queue + 32
@@ -40,6 +40,7 @@ struct HttpOptions {
   /// on any port; "*" allows any origin.
   std::vector<std::string> cors_origins;
   bool verbose = false;  ///< one stderr line per request (method, path, status, ms)
+  bool webui = true;     ///< GET / serves the web page (webui.h); false: --no-webui, 404
 };
 
 class HttpServer {

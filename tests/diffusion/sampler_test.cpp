@@ -46,6 +46,7 @@ SamplerParams dream(int64_t max_tokens, int64_t steps, DreamAlg alg) {
 
 struct Step {
   int64_t block;
+  int64_t block_begin, block_end;
   std::vector<int32_t> positions, tokens;
   std::vector<float> conf;
   int64_t masks_left;
@@ -57,6 +58,8 @@ SamplerCallbacks recorder(std::vector<Step>& steps) {
   SamplerCallbacks cb;
   cb.on_step = [&steps](const StepInfo& s) {
     steps.push_back({s.block,
+                     s.block_begin,
+                     s.block_end,
                      {s.positions.begin(), s.positions.end()},
                      {s.tokens.begin(), s.tokens.end()},
                      {s.confidences.begin(), s.confidences.end()},
@@ -94,6 +97,11 @@ TEST(Llada, BlocksAndLowConfidenceTopK) {
   EXPECT_EQ(steps[3].positions, (std::vector<int32_t>{9, 10}));
   EXPECT_EQ(steps[0].block, 0);
   EXPECT_EQ(steps[2].block, 1);
+  // Canvas positions of the blocks: the prompt is 3 tokens, the blocks 4.
+  EXPECT_EQ(steps[1].block_begin, 3);
+  EXPECT_EQ(steps[1].block_end, 7);
+  EXPECT_EQ(steps[2].block_begin, 7);
+  EXPECT_EQ(steps[3].block_end, 11);
   EXPECT_NEAR(steps[0].conf[0], .9, 1e-6);
   EXPECT_EQ(steps[3].masks_left, 0);
   // Only the current block's masked positions go through the LM head.
@@ -287,6 +295,9 @@ TEST(Dream, LoopRevealsScheduleCounts) {
   ASSERT_EQ(steps.size(), 4u);
   const std::vector<size_t> expect = {1, 2, 2, 3};
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(steps[i].positions.size(), expect[i]);
+  // No blocks: every step's block is the whole answer, canvas positions [3, 11).
+  EXPECT_EQ(steps[0].block_begin, 3);
+  EXPECT_EQ(steps[3].block_end, 11);
   EXPECT_EQ(r.steps_planned, 4);
   // 256 / 256: step 0 reveals 0, so its forward pass is skipped; 255 passes run.
   auto src2 = static_source([](int32_t) { return 4; }, [](int32_t) { return 0.5; });

@@ -17,6 +17,9 @@ BINARY = os.environ.get("DLLM_BINARY", "")
 SHARED = os.environ.get("DLLM_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared"))
 LLADA = os.path.join(SHARED, "reference", "tiny-llada-q4km.gguf")
 DREAM = os.path.join(SHARED, "reference", "tiny-dream-q4km.gguf")
+# The demo model in the repository (models/README.md): readable fairy-tale text, a 256-token context.
+FAIRYTALES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models",
+                          "tiny-llada-fairytales-q4km.gguf")
 
 try:
     import openai  # noqa: F401  (the official client, from tests/requirements.txt)

@@ -44,6 +44,16 @@ class Streaming(unittest.TestCase):
             self.assertEqual(canvases[0]["tokens_committed"], 2)
             self.assertEqual(masks[0], 30)
             self.assertTrue(all(len(c["committed"]) == c["tokens_committed"] for c in canvases))
+            # The cells: one per position, null exactly where the text shows a mask; LLaDA never
+            # changes a committed token, so the count grows by each step's commits; one block of 32.
+            for i, c in enumerate(canvases):
+                self.assertEqual(len(c["cells"]), 32)
+                self.assertEqual(sum(x is None for x in c["cells"]), masks[i])
+                self.assertTrue(all(c["cells"][p] is not None for p in c["committed"]))
+                self.assertEqual(c["committed_total"], 2 * (i + 1))
+                self.assertGreater(c["step_ms"], 0)
+                self.assertNotIn("changed", c)
+                self.assertNotIn("block", c)
             text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
             st, _, raw = request(s.port, "POST", "/v1/chat/completions",
                                  {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 32, "steps": 16})
