@@ -198,18 +198,19 @@ double tile_rate(int64_t n) {
     cfg[48 + t] = 16;      // rows
   }
   asm volatile("ldtilecfg %0\n\ttilezero %%tmm0\n\ttilezero %%tmm1\n\t" ::"m"(cfg) : "memory");
+  int64_t left = n;  // the loop counts this down to 0; n stays for the rate
   const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
   if constexpr (kAcc == 4) {
     asm volatile(
         "1:\n\ttdpbusd %%tmm1, %%tmm0, %%tmm4\n\ttdpbusd %%tmm1, %%tmm0, %%tmm5\n\t"
         "tdpbusd %%tmm1, %%tmm0, %%tmm6\n\ttdpbusd %%tmm1, %%tmm0, %%tmm7\n\tdec %0\n\tjnz 1b\n\t"
-        : "+r"(n)::"cc");
+        : "+r"(left)::"cc");
   } else {
     asm volatile(
         "1:\n\ttdpbusd %%tmm1, %%tmm0, %%tmm2\n\ttdpbusd %%tmm1, %%tmm0, %%tmm3\n\t"
         "tdpbusd %%tmm1, %%tmm0, %%tmm4\n\ttdpbusd %%tmm1, %%tmm0, %%tmm5\n\t"
         "tdpbusd %%tmm1, %%tmm0, %%tmm6\n\ttdpbusd %%tmm1, %%tmm0, %%tmm7\n\tdec %0\n\tjnz 1b\n\t"
-        : "+r"(n)::"cc");
+        : "+r"(left)::"cc");
   }
   const double s = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
   asm volatile("tilerelease" ::: "memory");
