@@ -12,7 +12,7 @@ Each repeat runs, one after the other, with the load average read before and aft
   runs these weights);
 - `qgemm_bench --peaks-only`, which measures only the zmm vpdpbusd peak per core (per second of thread
   CPU time) and the 1- and 2-thread read bandwidth of a 2 GiB buffer (bench/read_bandwidth.h).
-Quoted figures are medians over the repeats. With --max-load L each measurement first waits (up to
+With --max-load L each measurement first waits (up to
 --max-wait seconds) for the 1-minute load average to drop below L; the loads seen are in the file.
 
 Then, once, PR #17454's `llama-diffusion-cli` on the llada2 copy in the issue's recompute case: a prompt
@@ -32,9 +32,14 @@ one autoregressive token (k experts per MoE layer). Multiply-adds: each weight m
 row (k experts), the LM head over all rows (its upper bound: the first step of a block has 32 masked
 rows). Floors: bytes / 2-thread read bandwidth, int8 ops / (2 x zmm vpdpbusd peak).
 
+Quoted figures (`quoted`) are medians over the quiet repeats: those after which the 1-minute load
+average was below threads + 0.5, i.e. during which other processes took little of the machine (all
+repeats when none was); the medians over all repeats are kept beside them.
+
 Usage: bench/llada2_baseline.py --llama-bin DIR [--llama-src DIR] [--bin build/bin]
            [--bailingmoe2 FILE] [--llada2 FILE] [--threads 2] [--repeats 3] [--max-load L]
            [--max-wait S] [--skip-diffusion] [--note TEXT]
+       bench/llada2_baseline.py --summarize FILE   (recompute medians, floors and `quoted` in place)
 Writes bench/results/llada2-baseline-<utc stamp>.json.
 """
 import argparse
@@ -173,6 +178,14 @@ def diffusion_cli(bindir, model, prompt, threads, hybrid, max_load, max_wait):
 # ---- The floor, from the file's layout ---------------------------------------------------------------
 
 def layout_and_floor(ours, model, bw_gbs, peak_gops_core, threads):
+    """The floor from the file's layout (layout_floor) with the given bandwidth and peak (apply_floors)."""
+    floor, layout = layout_floor(ours, model)
+    apply_floors(floor, bw_gbs, peak_gops_core, threads)
+    return floor, layout
+
+
+def layout_floor(ours, model):
+    """Bytes and multiply-adds of a 32-row step and of an autoregressive token, from `dllm inspect MODEL`."""
     out = subprocess.run([str(ours / "dllm"), "inspect", str(model)], capture_output=True, text=True,
                          check=True).stdout
     meta = dict(re.findall(r"^\s+(\S+)\s+(?:UINT32|FLOAT32|BOOL|STRING)\s+(\S+)", out, re.M))
@@ -233,18 +246,25 @@ def layout_and_floor(ours, model, bw_gbs, peak_gops_core, threads):
         "step_int8_ops": step_ops,
         "step_int8_ops_note": "2 x rows x multiply-adds per row; LM head over all 32 rows (a block's first step)",
         "attention_macs_per_step_at_context_640": 2 * ROWS * n_layer * heads * head_dim * 640,
+        "tokens_per_step_to_match_ar_at_both_floors": step_total / ar_total,
     }
+    return floor, {"arch": arch, "n_layer": n_layer, "tensors": len(tensors)}
+
+
+def apply_floors(floor, bw_gbs, peak_gops_core, threads, llama_tg_ms=None):
+    """Adds the time floors: bytes / bandwidth, int8 ops / (threads x peak per core), their max, and that
+    max over llama.cpp's autoregressive ms per token (the tokens a step must commit to keep up)."""
     if bw_gbs:
         floor["read_bw_gbs"] = bw_gbs
-        floor["step_floor_bytes_s"] = step_total / (bw_gbs * 1e9)
-        floor["ar_floor_s_per_token"] = ar_total / (bw_gbs * 1e9)
-        floor["tokens_per_step_to_match_ar_at_both_floors"] = step_total / ar_total
+        floor["step_floor_bytes_s"] = floor["step_bytes"] / (bw_gbs * 1e9)
+        floor["ar_floor_s_per_token"] = floor["ar_bytes_per_token"] / (bw_gbs * 1e9)
     if peak_gops_core:
         floor["int8_peak_gops"] = peak_gops_core * threads
-        floor["step_floor_ops_s"] = step_ops / (peak_gops_core * threads * 1e9)
+        floor["step_floor_ops_s"] = floor["step_int8_ops"] / (peak_gops_core * threads * 1e9)
     if bw_gbs and peak_gops_core:
         floor["step_floor_s"] = max(floor["step_floor_bytes_s"], floor["step_floor_ops_s"])
-    return floor, {"arch": arch, "n_layer": n_layer, "tensors": len(tensors)}
+        if llama_tg_ms:
+            floor["step_floor_over_llama_tg_ms"] = floor["step_floor_s"] * 1000 / llama_tg_ms
 
 
 def med(xs):
@@ -252,9 +272,59 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
+def quiet(run, threads):
+    """A run during which other processes stayed off the machine: the 1-minute load average right
+    after it is below threads + 0.5 (the run's own threads account for up to `threads`)."""
+    return run.get("load_after", [99])[0] < threads + 0.5
+
+
+def summarize(result):
+    """Medians over all repeats and over the quiet ones (quiet()), and the floors with the quiet
+    bandwidth and peak (all repeats when none was quiet). `quoted` holds the figures to quote."""
+    threads = result["threads"]
+    bench_runs, peak_runs = result["llama_cpp_bench"]["runs"], result["machine_floor_runs"]
+
+    def tests_of(runs):
+        tests = {}
+        for name in ("pp32", "pp128", "tg32"):
+            ts = med([r.get("tests", {}).get(name, {}).get("avg_ts") for r in runs])
+            if ts:
+                tests[name] = {"tok_s": ts, "ms_per_token": 1000 / ts}
+                if name.startswith("pp"):
+                    tests[name]["ms_per_32_rows"] = 32000 / ts
+        return tests
+
+    def machine_of(runs):
+        return {k: med([r.get(k) for r in runs]) for k in ("read_bw_zmm_2t_gbs", "read_bw_zmm_2t_gbs_cpu",
+                                                            "read_bw_zmm_1t_gbs", "peak_zmm_vpdpbusd_gops")}
+
+    quiet_bench = [r for r in bench_runs if quiet(r, threads)]
+    quiet_peak = [r for r in peak_runs if quiet(r, threads)]
+    result["llama_cpp_bench"]["median"] = tests_of(bench_runs)
+    result["llama_cpp_bench"]["median_quiet"] = tests_of(quiet_bench)
+    result["llama_cpp_bench"]["quiet_runs"] = f"{len(quiet_bench)} of {len(bench_runs)}"
+    result["machine_floor_median"] = machine_of(peak_runs)
+    result["machine_floor_median_quiet"] = machine_of(quiet_peak)
+    result["machine_floor_quiet_runs"] = f"{len(quiet_peak)} of {len(peak_runs)}"
+    tests = tests_of(quiet_bench or bench_runs)
+    m = machine_of(quiet_peak or peak_runs)
+    apply_floors(result["floor"], m["read_bw_zmm_2t_gbs"], m["peak_zmm_vpdpbusd_gops"], threads,
+                 tests.get("tg32", {}).get("ms_per_token"))
+    result["quoted"] = {
+        "from": ("quiet repeats (1-min load after the run below threads + 0.5): "
+                 f"llama-bench {len(quiet_bench)} of {len(bench_runs)}, "
+                 f"qgemm_bench {len(quiet_peak)} of {len(peak_runs)}")
+        if quiet_bench and quiet_peak else "all repeats (none was quiet)",
+        "llama_bench": tests, "read_bw_zmm_2t_gbs": m["read_bw_zmm_2t_gbs"],
+        "read_bw_zmm_2t_gbs_cpu": m["read_bw_zmm_2t_gbs_cpu"], "read_bw_zmm_1t_gbs": m["read_bw_zmm_1t_gbs"],
+        "peak_zmm_vpdpbusd_gops_per_core": m["peak_zmm_vpdpbusd_gops"],
+        "floor": {k: v for k, v in result["floor"].items() if not isinstance(v, (dict, str))}}
+    return result
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--llama-bin", type=Path, required=True, help="folder with llama-bench, llama-diffusion-cli, "
+    ap.add_argument("--llama-bin", type=Path, help="folder with llama-bench, llama-diffusion-cli, "
                     "llama-tokenize (PR #17454's build)")
     ap.add_argument("--llama-src", type=Path, help="its source checkout, for the full commit hash")
     ap.add_argument("--bin", type=Path, default=ROOT / "build" / "bin", help="our build/bin (dllm, qgemm_bench, "
@@ -267,7 +337,16 @@ def main():
     ap.add_argument("--max-wait", type=float, default=1200, help="seconds to wait for the load at most")
     ap.add_argument("--skip-diffusion", action="store_true")
     ap.add_argument("--note", default="")
+    ap.add_argument("--summarize", type=Path, metavar="FILE", help="recompute the medians, floors and quoted "
+                    "figures of a results file from its runs, in place")
     a = ap.parse_args()
+    if a.summarize:
+        r = summarize(json.loads(a.summarize.read_text()))
+        a.summarize.write_text(json.dumps(r, indent=1) + "\n")
+        print(json.dumps(r["quoted"], indent=1))
+        return
+    if not a.llama_bin:
+        ap.error("--llama-bin is required (the folder of PR #17454's llama-bench and llama-diffusion-cli)")
 
     for path, arch in ((a.bailingmoe2, "bailingmoe2"), (a.llada2, "llada2")):
         e2e.ensure_model(path, arch, a.bin)
@@ -292,27 +371,10 @@ def main():
         bench_runs.append(llama_bench(a.llama_bin, a.bailingmoe2, a.threads, a.max_load, a.max_wait))
         print(f"repeat {rep + 1}/{a.repeats}: qgemm_bench peak + bandwidth ...", file=sys.stderr)
         peak_runs.append(machine_peaks(a.bin, a.max_load, a.max_wait))
-    tests = {}
-    for name in ("pp32", "pp128", "tg32"):
-        ts = med([r.get("tests", {}).get(name, {}).get("avg_ts") for r in bench_runs])
-        if ts:
-            tests[name] = {"tok_s": ts, "ms_per_token": 1000 / ts}
-            if name.startswith("pp"):
-                tests[name]["ms_per_32_rows"] = 32000 / ts
-    result["llama_cpp_bench"] = {"runs": bench_runs, "median": tests}
+    result["llama_cpp_bench"] = {"runs": bench_runs}
     result["machine_floor_runs"] = peak_runs
-    bw = med([r.get("read_bw_zmm_2t_gbs") for r in peak_runs])
-    peak = med([r.get("peak_zmm_vpdpbusd_gops") for r in peak_runs])
-    result["machine"]["read_bw_zmm_2t_gbs_median"] = bw
-    result["machine"]["read_bw_zmm_2t_gbs_cpu_median"] = med([r.get("read_bw_zmm_2t_gbs_cpu") for r in peak_runs])
-    result["machine"]["read_bw_zmm_1t_gbs_median"] = med([r.get("read_bw_zmm_1t_gbs") for r in peak_runs])
-    result["machine"]["peak_zmm_vpdpbusd_gops_per_core_median"] = peak
-
-    floor, layout = layout_and_floor(a.bin, a.bailingmoe2, bw, peak, a.threads)
-    result["layout"] = layout
-    result["floor"] = floor
-    if "tg32" in tests and "step_floor_s" in floor:
-        floor["step_floor_over_llama_tg_ms"] = floor["step_floor_s"] * 1000 / tests["tg32"]["ms_per_token"]
+    result["floor"], result["layout"] = layout_floor(a.bin, a.bailingmoe2)
+    summarize(result)
 
     if not a.skip_diffusion:
         prompt = prompt_of_n_tokens(a.llama_bin, a.llada2, 512)
@@ -327,8 +389,7 @@ def main():
     path = ROOT / "bench" / "results" / f"llada2-baseline-{stamp}.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
     print(path)
-    print(json.dumps({"llama_bench_median": tests, "read_bw_2t_gbs": bw, "peak_gops_per_core": peak,
-                      "floor": {k: v for k, v in floor.items() if not isinstance(v, dict)}}, indent=1))
+    print(json.dumps(result["quoted"], indent=1))
 
 
 if __name__ == "__main__":
