@@ -310,6 +310,10 @@ def summarize(result):
     m = machine_of(quiet_peak or peak_runs)
     apply_floors(result["floor"], m["read_bw_zmm_2t_gbs"], m["peak_zmm_vpdpbusd_gops"], threads,
                  tests.get("tg32", {}).get("ms_per_token"))
+    for rec in (result.get("llama_diffusion_cli") or {}).values():
+        # Every id of the synthetic vocabulary but the specials prints as "[FILLn]"; masks print as nothing.
+        lines = rec.get("output_tail", "").strip().splitlines()
+        rec["tokens_in_output"] = lines[-1].count("[FILL") if lines else 0
     result["quoted"] = {
         "from": ("quiet repeats (1-min load after the run below threads + 0.5): "
                  f"llama-bench {len(quiet_bench)} of {len(bench_runs)}, "
