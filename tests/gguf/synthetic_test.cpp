@@ -522,6 +522,14 @@ std::vector<Expected> expected_ling2_tensors(const Ling2Shape& s, int n_layer,
 const std::set<int> kMix20 = range(0, 1) + range(17, 19) + range(4, 19, 3);
 const std::set<int> kMix4 = {2, 3};
 
+/// Runs the tool with `args --out DIR/NAME`; the file's path, or "" (and a test failure) when it failed.
+std::string make_file(const test::TempDir& dir, const std::string& name, const std::string& args) {
+  const std::string path = (dir / name).string();
+  const ToolRun r = run_tool(args + " --out " + path);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  return r.rc == 0 ? path : "";
+}
+
 std::vector<Expected> directory(const GgufFile& f) {
   std::vector<Expected> got;
   for (const TensorInfo& t : f.tensors())
@@ -570,9 +578,8 @@ TEST(SyntheticGguf, Llada2TinyHasTheLayoutLlamaQuantizeWrote) {
   DLLM_REQUIRE_REFERENCE();
   if (!kTool) GTEST_SKIP() << "tools/ not configured";
   test::TempDir dir;
-  const std::string path = (dir / "llada2.gguf").string();
-  const ToolRun r = run_tool("--arch llada2 --tiny --seed 3 --out " + path);
-  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string path = make_file(dir, "llada2.gguf", "--arch llada2 --tiny --seed 3");
+  ASSERT_FALSE(path.empty());
   const GgufFile f = GgufFile::open(path);
   expect_same(directory(f), expected_ling2_tensors(kLlada2Tiny, 4, kMix4));
 
@@ -611,9 +618,8 @@ TEST(SyntheticGguf, Llada2FullSizeKeys) {
   if (!kTool) GTEST_SKIP() << "tools/ not configured";
   // One layer: the dense layer 0, so the file stays small (the vocabulary rows are most of it).
   test::TempDir dir;
-  const std::string path = (dir / "llada2.gguf").string();
-  const ToolRun r = run_tool("--arch llada2 --layers 1 --out " + path);
-  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string path = make_file(dir, "llada2.gguf", "--arch llada2 --layers 1");
+  ASSERT_FALSE(path.empty());
   const GgufFile f = GgufFile::open(path);
   expect_same(directory(f), expected_ling2_tensors(kLlada2Mini, 1, {0}));
   // LLaDA2.0-mini's config.json values under the names convert_hf_to_gguf.py BailingMoeV2Model writes.
@@ -650,11 +656,9 @@ TEST(SyntheticGguf, Llada2FullSizeKeys) {
 TEST(SyntheticGguf, Bailingmoe2CopyHoldsTheSameTensorBytes) {
   if (!kTool) GTEST_SKIP() << "tools/ not configured";
   test::TempDir dir;
-  const std::string a = (dir / "llada2.gguf").string(), b = (dir / "bailingmoe2.gguf").string();
-  ToolRun r = run_tool("--arch llada2 --tiny --seed 5 --out " + a);
-  ASSERT_EQ(r.rc, 0) << r.out;
-  r = run_tool("--arch bailingmoe2 --tiny --seed 5 --out " + b);
-  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string a = make_file(dir, "llada2.gguf", "--arch llada2 --tiny --seed 5");
+  const std::string b = make_file(dir, "bailingmoe2.gguf", "--arch bailingmoe2 --tiny --seed 5");
+  ASSERT_FALSE(a.empty() || b.empty());
   const GgufFile fa = GgufFile::open(a), fb = GgufFile::open(b);
   EXPECT_EQ(fb.get_string("general.architecture"), "bailingmoe2");
   ASSERT_EQ(fa.tensors().size(), fb.tensors().size());
