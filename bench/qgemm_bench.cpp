@@ -13,7 +13,10 @@
 //    4 or 6 independent 16 x 16 int32 accumulators (tmm2..tmm7; A and B fixed in tmm0, tmm1), each
 //    instruction 16 x 16 x 64 multiply-adds = 32768 int8 ops; elsewhere the file's context says why
 //    it was skipped ("peak_tile").
-// 2. GEMM: y = W x for W = n_out x n_in (4096x4096, 12288x4096, 4096x12288 Q4_K and Q6_K, and the
+// 2. Memory read bandwidth (read_bandwidth.h): 1 and 2 threads reading a 2 GiB buffer with zmm loads,
+//    median of 7 reads, per second of wall time and per CPU second, in the file's context ("read_bw_*"):
+//    the floor of a step that streams its weights.
+// 3. GEMM: y = W x for W = n_out x n_in (4096x4096, 12288x4096, 4096x12288 Q4_K and Q6_K, and the
 //    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens; the MoE attention shapes
 //    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; the MoE expert shapes (one expert,
 //    and 64 experts stacked so the weights stream from memory) at L = 18 in 128-row items, and the
@@ -27,13 +30,16 @@
 //    instead: the per-thread rate while running (on a shared machine wall time also counts the time
 //    slices other processes took). The peak is per second of thread CPU time for the same reason.
 //
-// Usage: qgemm_bench [google-benchmark flags]. Without --benchmark_out it writes
+// Usage: qgemm_bench [--peaks-only] [google-benchmark flags]. --peaks-only measures 1. and 2. only and prints
+// them as JSON ({"context": {...}}) on stdout, writing no file. Without --benchmark_out it writes
 // bench/results/qgemm-<host>-<utc time, YYYYMMDDTHHMMSSZ>.json (machine, commit, command and peaks in
 // "context"). Use --benchmark_repetitions=N --benchmark_enable_random_interleaving=true for A/B-fair medians,
 // and taskset to pin threads.
 #include <benchmark/benchmark.h>
 #include <omp.h>
+
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <time.h>
 #include <algorithm>
@@ -59,6 +65,7 @@
 #include "model/config.h"
 #include "model/model.h"
 #include "quant/quant.h"
+#include "read_bandwidth.h"
 
 namespace {
 
@@ -191,18 +198,19 @@ double tile_rate(int64_t n) {
     cfg[48 + t] = 16;      // rows
   }
   asm volatile("ldtilecfg %0\n\ttilezero %%tmm0\n\ttilezero %%tmm1\n\t" ::"m"(cfg) : "memory");
+  int64_t left = n;  // the loop counts this down to 0; n stays for the rate
   const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
   if constexpr (kAcc == 4) {
     asm volatile(
         "1:\n\ttdpbusd %%tmm1, %%tmm0, %%tmm4\n\ttdpbusd %%tmm1, %%tmm0, %%tmm5\n\t"
         "tdpbusd %%tmm1, %%tmm0, %%tmm6\n\ttdpbusd %%tmm1, %%tmm0, %%tmm7\n\tdec %0\n\tjnz 1b\n\t"
-        : "+r"(n)::"cc");
+        : "+r"(left)::"cc");
   } else {
     asm volatile(
         "1:\n\ttdpbusd %%tmm1, %%tmm0, %%tmm2\n\ttdpbusd %%tmm1, %%tmm0, %%tmm3\n\t"
         "tdpbusd %%tmm1, %%tmm0, %%tmm4\n\ttdpbusd %%tmm1, %%tmm0, %%tmm5\n\t"
         "tdpbusd %%tmm1, %%tmm0, %%tmm6\n\ttdpbusd %%tmm1, %%tmm0, %%tmm7\n\tdec %0\n\tjnz 1b\n\t"
-        : "+r"(n)::"cc");
+        : "+r"(left)::"cc");
   }
   const double s = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
   asm volatile("tilerelease" ::: "memory");
@@ -430,6 +438,14 @@ void BM_moe_block(benchmark::State& state, GgmlType down, Isa isa, int64_t n_row
 using dllm::bench::repo_root;
 using dllm::bench::run_command;
 
+// The results file's context, kept here too for --peaks-only, which runs no benchmark (Google Benchmark
+// writes no file then).
+std::map<std::string, std::string> g_context;
+void add_context(const std::string& key, const std::string& value) {
+  benchmark::AddCustomContext(key, value);
+  g_context[key] = value;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -438,10 +454,12 @@ int main(int argc, char** argv) {
   std::string command;
   bool has_out = false;
   bool listing = false;  // --benchmark_list_tests runs nothing, so it must not write (or replace) a file
+  bool peaks_only = false;
   for (int i = 0; i < argc; ++i) {
     command += (i ? " " : "") + std::string(argv[i]);
     if (std::strncmp(argv[i], "--benchmark_out=", 16) == 0) has_out = true;
     const std::string arg = argv[i];
+    if (arg == "--peaks-only") peaks_only = true;
     if (arg == "--benchmark_list_tests" || arg == "--benchmark_list_tests=true" ||
         arg == "--benchmark_list_tests=1") {
       listing = true;
@@ -453,28 +471,27 @@ int main(int argc, char** argv) {
     g_peak_zmm = measure_peak<PeakOp::kZmmDpbusd>(7);
     std::printf("zmm vpdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
                 g_peak_zmm.median / 1e9, g_peak_zmm.best / 1e9, g_peak_zmm.accumulators);
-    benchmark::AddCustomContext("peak_reference", peak_op_name(PeakOp::kZmmDpbusd));
-    benchmark::AddCustomContext("peak_zmm_vpdpbusd_gops", std::to_string(g_peak_zmm.median / 1e9));
-    benchmark::AddCustomContext("peak_zmm_vpdpbusd_gops_best", std::to_string(g_peak_zmm.best / 1e9));
-    benchmark::AddCustomContext("peak_zmm_accumulators", std::to_string(g_peak_zmm.accumulators));
-    benchmark::AddCustomContext("peak_zmm_gops_by_accumulators_8_10_12_14", g_peak_zmm.by_accumulators);
+    add_context("peak_reference", peak_op_name(PeakOp::kZmmDpbusd));
+    add_context("peak_zmm_vpdpbusd_gops", std::to_string(g_peak_zmm.median / 1e9));
+    add_context("peak_zmm_vpdpbusd_gops_best", std::to_string(g_peak_zmm.best / 1e9));
+    add_context("peak_zmm_accumulators", std::to_string(g_peak_zmm.accumulators));
+    add_context("peak_zmm_gops_by_accumulators_8_10_12_14", g_peak_zmm.by_accumulators);
     if (isa_supported(Isa::kAvxVnni)) {
       const Peak y = measure_peak<PeakOp::kYmmDpbusd>(7);
       std::printf("ymm vpdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
                   y.median / 1e9, y.best / 1e9, y.accumulators);
-      benchmark::AddCustomContext("peak_ymm_vpdpbusd_gops", std::to_string(y.median / 1e9));
+      add_context("peak_ymm_vpdpbusd_gops", std::to_string(y.median / 1e9));
     }
   } else if (isa_supported(Isa::kAvx2)) {
     // No zmm vpdpbusd here: the AVX2 paths' own ceiling, vpmaddubsw (peak_frac counters use it).
     g_peak_zmm = measure_peak<PeakOp::kYmmMaddubs>(7);
     std::printf("ymm vpmaddubsw peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
                 g_peak_zmm.median / 1e9, g_peak_zmm.best / 1e9, g_peak_zmm.accumulators);
-    benchmark::AddCustomContext(
-        "peak_reference", std::string(peak_op_name(PeakOp::kYmmMaddubs)) + " (no AVX-512 VNNI on this CPU)");
-    benchmark::AddCustomContext("peak_ymm_vpmaddubsw_gops", std::to_string(g_peak_zmm.median / 1e9));
-    benchmark::AddCustomContext("peak_ymm_vpmaddubsw_gops_best", std::to_string(g_peak_zmm.best / 1e9));
-    benchmark::AddCustomContext("peak_ymm_vpmaddubsw_gops_by_accumulators_8_10_12_14",
-                                g_peak_zmm.by_accumulators);
+    add_context("peak_reference",
+                std::string(peak_op_name(PeakOp::kYmmMaddubs)) + " (no AVX-512 VNNI on this CPU)");
+    add_context("peak_ymm_vpmaddubsw_gops", std::to_string(g_peak_zmm.median / 1e9));
+    add_context("peak_ymm_vpmaddubsw_gops_best", std::to_string(g_peak_zmm.best / 1e9));
+    add_context("peak_ymm_vpmaddubsw_gops_by_accumulators_8_10_12_14", g_peak_zmm.by_accumulators);
   } else {
     std::fprintf(stderr, "qgemm_bench: no AVX2 here, so no SIMD path to measure\n");
     return 1;
@@ -483,21 +500,39 @@ int main(int argc, char** argv) {
     g_peak_tile = measure_tile_peak(7);
     std::printf("amx tdpbusd peak: %.1f G int8 ops/s per core (median of 7; best %.1f; %d accumulators)\n",
                 g_peak_tile.median / 1e9, g_peak_tile.best / 1e9, g_peak_tile.accumulators);
-    benchmark::AddCustomContext("peak_tile_tdpbusd_gops", std::to_string(g_peak_tile.median / 1e9));
-    benchmark::AddCustomContext("peak_tile_tdpbusd_gops_best", std::to_string(g_peak_tile.best / 1e9));
-    benchmark::AddCustomContext("peak_tile_gops_by_accumulators_4_6", g_peak_tile.by_accumulators);
+    add_context("peak_tile_tdpbusd_gops", std::to_string(g_peak_tile.median / 1e9));
+    add_context("peak_tile_tdpbusd_gops_best", std::to_string(g_peak_tile.best / 1e9));
+    add_context("peak_tile_gops_by_accumulators_4_6", g_peak_tile.by_accumulators);
   } else {
     const std::string why = "skipped: amx " + dllm::amx_status(Isa::kScalar);
     std::printf("amx tdpbusd peak: %s\n", why.c_str());
-    benchmark::AddCustomContext("peak_tile", why);
+    add_context("peak_tile", why);
   }
-  benchmark::AddCustomContext("machine", run_command("lscpu | sed -n 's/^Model name: *//p'"));
-  benchmark::AddCustomContext("commit", dllm::bench::build_commit());
-  benchmark::AddCustomContext("command", command);
+  // Read bandwidth: 2 GiB, several times the last-level cache of the machines this runs on (the
+  // 480 MiB L3 that lscpu reports on the Xeon VM included), so the reads come from memory.
+  for (const int threads : {1, 2}) {
+    const dllm::bench::ReadBandwidth bw = dllm::bench::measure_read_bandwidth(threads, size_t{2} << 30, 7);
+    std::printf(
+        "read bandwidth, %d thread(s), %s loads, %zu MiB: %.1f GB/s (median of 7; best %.1f; per CPU second "
+        "%.1f)\n",
+        threads, bw.loads.c_str(), bw.bytes >> 20, bw.median_gbs, bw.best_gbs, bw.median_gbs_cpu);
+    const std::string key = "read_bw_" + bw.loads + "_" + std::to_string(threads) + "t_gbs";
+    add_context(key, std::to_string(bw.median_gbs));
+    add_context(key + "_best", std::to_string(bw.best_gbs));
+    add_context(key + "_cpu", std::to_string(bw.median_gbs_cpu));
+  }
+  add_context("read_bw_buffer_bytes", std::to_string(size_t{2} << 30));
+  add_context("machine", run_command("lscpu | sed -n 's/^Model name: *//p'"));
+  add_context("commit", dllm::bench::build_commit());
+  add_context("command", command);
   // Spinning OpenMP threads count as CPU time; passive waiting keeps the per-thread rate honest on a
   // shared machine, so the policy belongs with the figures.
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait_policy ? wait_policy : "(unset)");
+  add_context("OMP_WAIT_POLICY", wait_policy ? wait_policy : "(unset)");
+  if (peaks_only) {  // the context alone, as JSON on stdout (bench/llada2_baseline.py reads it)
+    std::printf("%s\n", nlohmann::json{{"context", g_context}}.dump(1).c_str());
+    return 0;
+  }
 
   const Shape shapes[] = {
       {"4096x4096_Q4_K", GgmlType::Q4_K, 4096, 4096},      // attn_q, attn_k, attn_v, attn_output

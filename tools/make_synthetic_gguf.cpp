@@ -1,6 +1,8 @@
-// make_synthetic_gguf: writes a full-size LLaDA-8B, Dream-7B, LLaDA-MoE-7B-A1B or RND1 (30B-A3B) shaped
-// Q4_K_M GGUF with random weights (for benchmarks and load tests; see synthetic_gguf.h).
-//   make_synthetic_gguf --arch llada|dream|llada-moe|rnd1 --out PATH [--seed N] [--layers N]
+// make_synthetic_gguf: writes a full-size LLaDA-8B, Dream-7B, LLaDA-MoE-7B-A1B, RND1 (30B-A3B) or
+// LLaDA2.0-mini (16B-A1B) shaped Q4_K_M GGUF with random weights (for benchmarks and load tests; see
+// synthetic_gguf.h).
+//   make_synthetic_gguf --arch llada|dream|llada-moe|rnd1|llada2|bailingmoe2 --out PATH [--seed N]
+//                       [--layers N] [--tiny] [--dry-run]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,14 +15,18 @@
 namespace {
 
 const char* kUsage =
-    "usage: make_synthetic_gguf --arch llada|dream|llada-moe|rnd1 --out PATH [--seed N] [--layers N] "
-    "[--dry-run]\n"
-    "  --arch     llada (LLaDA-8B shape), dream (Dream-7B), llada-moe (LLaDA-MoE-7B-A1B) or rnd1\n"
-    "             (RND1-Base-0910, 30B-A3B)\n"
+    "usage: make_synthetic_gguf --arch llada|dream|llada-moe|rnd1|llada2|bailingmoe2 --out PATH [--seed N]\n"
+    "                           [--layers N] [--tiny] [--dry-run]\n"
+    "  --arch     llada (LLaDA-8B shape), dream (Dream-7B), llada-moe (LLaDA-MoE-7B-A1B), rnd1\n"
+    "             (RND1-Base-0910, 30B-A3B), llada2 (LLaDA2.0-mini, 16B-A1B), or bailingmoe2 (the same\n"
+    "             tensors as llada2, byte for byte with the same seed, labelled for llama.cpp's\n"
+    "             autoregressive bailingmoe2 path)\n"
     "  --out      output GGUF path (replaced)\n"
     "  --seed     random seed (default 1); the same seed gives the same file\n"
-    "  --layers   number of layers (default: the real model's, 32 / 28 / 16 / 48); fewer gives a smaller "
-    "file\n"
+    "  --layers   number of layers (default: the real model's, 32 / 28 / 16 / 48 / 20); fewer gives a\n"
+    "             smaller file\n"
+    "  --tiny     llada2 / bailingmoe2 only: the shape of ../shared/reference/tiny-llada2-q4km.gguf\n"
+    "             (4 layers, hidden 256, 16 experts), with the full size's tokenizer (about 66 MB)\n"
     "  --dry-run  print the tensor plan (name type ne0,ne1) instead of writing\n";
 
 uint64_t parse_number(const std::string& flag, const std::string& v) {
@@ -37,7 +43,7 @@ int main(int argc, char** argv) {
   try {
     std::string arch, out;
     uint64_t seed = 1, layers = 0;
-    bool dry_run = false;
+    bool dry_run = false, tiny = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       auto value = [&]() -> std::string {
@@ -53,6 +59,8 @@ int main(int argc, char** argv) {
       } else if (a == "--layers") {
         layers = parse_number(a, value());
         if (layers == 0 || layers > 1000) throw dllm::UsageError("--layers must be in 1..1000");
+      } else if (a == "--tiny") {
+        tiny = true;
       } else if (a == "--dry-run") {
         dry_run = true;
       } else if (a == "--help" || a == "-h") {
@@ -62,8 +70,9 @@ int main(int argc, char** argv) {
         throw dllm::UsageError("unknown flag '" + a + "'\n" + kUsage);
       }
     }
-    if (arch.empty()) throw dllm::UsageError("--arch is required (llada, dream, llada-moe or rnd1)");
-    const dllm::synth::Spec spec = dllm::synth::spec_for(arch, static_cast<uint32_t>(layers));
+    if (arch.empty())
+      throw dllm::UsageError("--arch is required (llada, dream, llada-moe, rnd1, llada2 or bailingmoe2)");
+    const dllm::synth::Spec spec = dllm::synth::spec_for(arch, static_cast<uint32_t>(layers), tiny);
     if (dry_run) {
       for (const auto& t : dllm::synth::tensor_plan(spec)) {
         std::printf("%s %s", t.name.c_str(), dllm::gguf::type_name(t.type).c_str());

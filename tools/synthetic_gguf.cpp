@@ -1,4 +1,4 @@
-// Synthetic LLaDA-8B / Dream-7B / LLaDA-MoE-7B-A1B / RND1 GGUF writer; see synthetic_gguf.h.
+// Synthetic LLaDA-8B / Dream-7B / LLaDA-MoE-7B-A1B / RND1 / LLaDA2.0-mini GGUF writer; see synthetic_gguf.h.
 #include "synthetic_gguf.h"
 
 #include <cstring>
@@ -291,9 +291,57 @@ bool use_more_bits(uint32_t i, uint32_t n) {
 
 }  // namespace
 
-Spec spec_for(const std::string& arch, uint32_t layers) {
+Spec spec_for(const std::string& arch, uint32_t layers, bool tiny) {
   Spec s;
-  if (arch == "llada") {
+  const bool ling2 = arch == "llada2" || arch == "bailingmoe2";
+  if (tiny && !ling2) throw UsageError("--tiny is only for --arch llada2 or bailingmoe2");
+  if (ling2 && !tiny) {
+    // LLaDA2.0-mini (dFactory configs/model_configs/llada2_mini/config.json; ../shared/notes/
+    // block-diffusion.md): 20 layers, hidden 2048, 16 / 4 heads of head_dim 128, intermediate_size 5120
+    // on the first_k_dense_replace = 1 dense layer, 256 experts of moe_intermediate_size 512, 8 per
+    // token, n_group 8, topk_group 4, one shared expert, score_function sigmoid, norm_topk_prob,
+    // routed_scaling_factor 2.5, rope_theta 600000 with partial_rotary_factor 0.5 (64 of 128 dims),
+    // rms_norm_eps 1e-6, max_position_embeddings 16384, vocab 157184 (the Ling tokenizer: mask 156895,
+    // EOS / pad 156892). The converter (llama.cpp convert_hf_to_gguf.py BailingMoeV2Model, and
+    // LLaDA2MoeModel for llada2) writes these under the bailingmoe2 key names.
+    s = Spec{arch,         "synthetic-llada2-mini-16b-a1b",
+             20,           2048,
+             16,           4,
+             5120,         157184,
+             16384,        600000.0f,
+             1e-6f,        false,
+             "bailingmoe2"};
+    s.n_expert = 256;
+    s.n_expert_used = 8;
+    s.n_ff_exp = 512;
+    s.n_expert_group = 8;
+    s.n_expert_group_used = 4;
+    s.n_ff_shexp = 512;
+    s.n_rot = 64;
+    s.head_dim = 128;
+  } else if (ling2) {
+    // ../shared/reference/tiny-llada2-q4km.gguf's shape (its README section): 4 layers, hidden 256, 4 / 2
+    // heads of 64, dense FFN 512 on layer 0, 16 experts of 256 in 4 groups (2 kept), 4 used, one
+    // shared expert of 256, 32 rotated dims, context 4096. The tokenizer stays the full size's.
+    s = Spec{arch,         "synthetic-llada2-tiny", 4, 256, 4, 2, 512, 157184, 4096, 600000.0f, 1e-6f, false,
+             "bailingmoe2"};
+    s.n_expert = 16;
+    s.n_expert_used = 4;
+    s.n_ff_exp = 256;
+    s.n_expert_group = 4;
+    s.n_expert_group_used = 2;
+    s.n_ff_shexp = 256;
+    s.n_rot = 32;
+    s.head_dim = 64;
+  }
+  if (ling2) {
+    s.ling2 = true;
+    s.n_layer_dense_lead = 1;
+    s.n_expert_shared = 1;
+    s.expert_gating_func = 2;  // LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
+    s.expert_weights_norm = true;
+    s.expert_weights_scale = 2.5f;
+  } else if (arch == "llada") {
     s = Spec{"llada", "synthetic-llada-8b", 32, 4096, 32, 32, 12288, 126464, 4096, 500000.0f, 1e-5f,
              false,   "bailingmoe"};
   } else if (arch == "dream") {
@@ -327,7 +375,8 @@ Spec spec_for(const std::string& arch, uint32_t layers) {
     s.n_ff_exp = 768;
     s.head_dim = 128;
   } else {
-    throw UsageError("unknown --arch '" + arch + "' (supported: llada, dream, llada-moe, rnd1)");
+    throw UsageError("unknown --arch '" + arch +
+                     "' (supported: llada, dream, llada-moe, rnd1, llada2, bailingmoe2)");
   }
   if (layers > 0) s.n_layer = layers;
   return s;
@@ -345,6 +394,32 @@ std::vector<TensorPlan> tensor_plan(const Spec& s) {
   for (uint32_t i = 0; i < s.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     const GgmlType more = use_more_bits(i, s.n_layer) ? GgmlType::Q6_K : GgmlType::Q4_K;
+    if (s.ling2) {
+      // llama.cpp src/llama-model.cpp, case LLM_ARCH_BAILINGMOE2 / LLM_ARCH_LLADA2; sorted by name.
+      const int64_t E = s.n_expert, f = s.n_ff_exp, fs = s.n_ff_shexp;
+      plan.push_back({p + "attn_k_norm.weight", GgmlType::F32, {hd}});
+      plan.push_back({p + "attn_norm.weight", GgmlType::F32, {embd}});
+      plan.push_back({p + "attn_output.weight", GgmlType::Q4_K, {q, embd}});
+      plan.push_back({p + "attn_q_norm.weight", GgmlType::F32, {hd}});
+      plan.push_back({p + "attn_qkv.weight", more, {embd, q + 2 * kv}});
+      if (i < s.n_layer_dense_lead) {
+        plan.push_back({p + "ffn_down.weight", more, {ff, embd}});
+        plan.push_back({p + "ffn_gate.weight", GgmlType::Q4_K, {embd, ff}});
+        plan.push_back({p + "ffn_norm.weight", GgmlType::F32, {embd}});
+        plan.push_back({p + "ffn_up.weight", GgmlType::Q4_K, {embd, ff}});
+        continue;
+      }
+      plan.push_back({p + "exp_probs_b.bias", GgmlType::F32, {E}});
+      plan.push_back({p + "ffn_down_exps.weight", more, {f, embd, E}});
+      plan.push_back({p + "ffn_down_shexp.weight", more, {fs, embd}});
+      plan.push_back({p + "ffn_gate_exps.weight", GgmlType::Q4_K, {embd, f, E}});
+      plan.push_back({p + "ffn_gate_inp.weight", GgmlType::F32, {embd, E}});
+      plan.push_back({p + "ffn_gate_shexp.weight", GgmlType::Q4_K, {embd, fs}});
+      plan.push_back({p + "ffn_norm.weight", GgmlType::F32, {embd}});
+      plan.push_back({p + "ffn_up_exps.weight", GgmlType::Q4_K, {embd, f, E}});
+      plan.push_back({p + "ffn_up_shexp.weight", GgmlType::Q4_K, {embd, fs}});
+      continue;
+    }
     if (s.n_expert > 0) {
       // Sorted by name, as llama-quantize writes them (the order of ../shared/reference's MoE files).
       if (s.n_expert == 8)
@@ -396,7 +471,9 @@ void write_synthetic_gguf(const Spec& s, const std::string& path, uint64_t seed)
   w.add_u32(a + "attention.head_count_kv", s.n_head_kv);
   w.add_f32(a + "rope.freq_base", s.rope_freq_base);
   w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
-  w.add_bool(a + "attention.causal", false);
+  // Ling 2.0's converter writes no attention.causal: llama.cpp runs bailingmoe2 causally, and PR #17454's
+  // llama-diffusion-cli turns causal attention off itself (llama_set_causal_attn) for llada2.
+  if (!s.ling2) w.add_bool(a + "attention.causal", false);
   const bool llada_moe = s.arch == "llada-moe", rnd1 = s.arch == "rnd1";
   if (s.n_expert > 0) {
     // The keys llama.cpp's converters write (the MoE files in ../shared/reference have the same).
@@ -413,10 +490,29 @@ void write_synthetic_gguf(const Spec& s, const std::string& path, uint64_t seed)
     w.add_u32(a + "rope.dimension_count", s.n_embd / s.n_head);
     w.add_bool("diffusion.shift_logits", false);
   }
-  const Vocab v = llada       ? make_vocab(126080, s.n_vocab, llada_specials())
-                  : llada_moe ? make_vocab(156891, s.n_vocab, llada_moe_specials())
-                  : rnd1      ? make_vocab(151643, s.n_vocab, rnd1_specials())
-                              : make_vocab(151643, s.n_vocab, dream_specials());
+  if (s.ling2) {
+    // The keys llama.cpp's BailingMoeV2Model converter writes and its bailingmoe2 / llada2 loader reads
+    // (src/llama-model.cpp load_hparams: leading_dense_block_count, expert_shared_*, expert_weights_*,
+    // expert_gating_func; the generic expert_group_count / expert_group_used_count, rope.dimension_count,
+    // vocab_size). LLaDA2MoeModel adds diffusion.shift_logits = false; bailingmoe2 has no diffusion key.
+    w.add_u32(a + "rope.dimension_count", s.n_rot);
+    w.add_string(a + "rope.scaling.type", "none");
+    w.add_u32(a + "leading_dense_block_count", s.n_layer_dense_lead);
+    w.add_u32(a + "vocab_size", s.n_vocab);
+    w.add_u32(a + "expert_group_count", s.n_expert_group);
+    w.add_u32(a + "expert_group_used_count", s.n_expert_group_used);
+    w.add_u32(a + "expert_shared_feed_forward_length", s.n_ff_shexp);
+    w.add_u32(a + "expert_shared_count", s.n_expert_shared);
+    w.add_f32(a + "expert_weights_scale", s.expert_weights_scale);
+    w.add_bool(a + "expert_weights_norm", s.expert_weights_norm);
+    w.add_u32(a + "expert_gating_func", s.expert_gating_func);
+    if (s.arch == "llada2") w.add_bool("diffusion.shift_logits", false);
+  }
+  // Ling 2.0 (llada2, bailingmoe2) has LLaDA-MoE's tokenizer.
+  const Vocab v = llada                  ? make_vocab(126080, s.n_vocab, llada_specials())
+                  : llada_moe || s.ling2 ? make_vocab(156891, s.n_vocab, llada_moe_specials())
+                  : rnd1                 ? make_vocab(151643, s.n_vocab, rnd1_specials())
+                                         : make_vocab(151643, s.n_vocab, dream_specials());
   w.add_string("tokenizer.ggml.model", "gpt2");
   w.add_string("tokenizer.ggml.pre", s.tokenizer_pre);
   w.add_string_array("tokenizer.ggml.tokens", v.tokens);
@@ -431,7 +527,7 @@ void write_synthetic_gguf(const Spec& s, const std::string& path, uint64_t seed)
     w.add_bool("tokenizer.ggml.add_bos_token", true);
     w.add_bool("tokenizer.ggml.add_eos_token", false);
     w.add_string("tokenizer.chat_template", kLladaTemplate);
-  } else if (llada_moe) {
+  } else if (llada_moe || s.ling2) {
     w.add_u32("tokenizer.ggml.bos_token_id", 156891);
     w.add_u32("tokenizer.ggml.eos_token_id", 156892);
     w.add_u32("tokenizer.ggml.padding_token_id", 156892);

@@ -1,7 +1,9 @@
 // tools/make_synthetic_gguf: runs the binary and checks what it wrote with the GGUF reader: the
 // tensor directory against the model shapes, the Q4_K_M type mix against layer lists worked out by
 // hand from llama.cpp's use_more_bits rule, every Q4_K / Q6_K block's f16 scales, the norms,
-// Dream's biases, and the tokenizer metadata (special ids at their real positions).
+// Dream's biases, and the tokenizer metadata (special ids at their real positions). The LLaDA2 (Ling 2.0)
+// files are also checked against ../shared/reference/tiny-llada2-q4km.gguf, which llama.cpp's
+// llama-quantize made: the same tensor directory, types and keys.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -155,9 +157,14 @@ TEST(SyntheticGguf, UsageErrors) {
   if (!kTool) GTEST_SKIP() << "tools/ not configured";
   ToolRun r = run_tool("--arch qwen2 --out /dev/null");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.out.find("ERROR: unknown --arch 'qwen2' (supported: llada, dream, llada-moe, rnd1)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(
+          "ERROR: unknown --arch 'qwen2' (supported: llada, dream, llada-moe, rnd1, llada2, bailingmoe2)"),
+      std::string::npos)
       << r.out;
+  r = run_tool("--arch llada --tiny --out /dev/null");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("ERROR: --tiny is only for --arch llada2 or bailingmoe2"), std::string::npos) << r.out;
   r = run_tool("--arch llada");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.out.find("ERROR: --out is required"), std::string::npos) << r.out;
@@ -458,6 +465,232 @@ TEST(SyntheticGguf, Rnd1OneLayer) {
     EXPECT_EQ(v->type, kv.value.type) << kv.key;
   }
   check_tensor_data(f);
+}
+
+// ---- LLaDA2.0-mini (llada2) and its bailingmoe2-labelled copy ---------------------------------------
+
+// The layout of llama.cpp's bailingmoe2 / llada2 loader (src/llama-model.cpp): fused attn_qkv of
+// n_embd x (q + 2 kv) rows, per-head q/k norms, a dense FFN on the first `dense` layers, then per MoE
+// layer the router (F32), the selection bias exp_probs_b.bias (F32), 3-D experts and one shared expert.
+struct Ling2Shape {
+  int64_t n_embd, n_head, n_head_kv, head_dim, n_ff, n_expert, n_ff_exp, n_ff_shexp, n_vocab;
+  int dense;
+};
+// LLaDA2.0-mini: dFactory configs/model_configs/llada2_mini/config.json (../shared/notes/block-diffusion.md).
+const Ling2Shape kLlada2Mini{2048, 16, 4, 128, 5120, 256, 512, 512, 157184, 1};
+// ../shared/reference/README.md "tiny-llada2" (its vocabulary is 50265; the synthetic tiny keeps Ling's).
+const Ling2Shape kLlada2Tiny{256, 4, 2, 64, 512, 16, 256, 256, 157184, 1};
+
+/// Tensors in llama-quantize order; `q6_layers` = layers whose attn_qkv and ffn_down* are Q6_K
+/// (llama-quant.cpp: attn_qkv is attn_v-like; ffn_down* go by the layer in their name).
+std::vector<Expected> expected_ling2_tensors(const Ling2Shape& s, int n_layer,
+                                             const std::set<int>& q6_layers) {
+  const int64_t q = s.n_head * s.head_dim, kv = s.n_head_kv * s.head_dim;
+  std::vector<Expected> e = {{"output.weight", "Q6_K", {s.n_embd, s.n_vocab}},
+                             {"output_norm.weight", "F32", {s.n_embd}},
+                             {"token_embd.weight", "Q4_K", {s.n_embd, s.n_vocab}}};
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    const std::string mixed = q6_layers.count(i) ? "Q6_K" : "Q4_K";
+    e.push_back({b + "attn_k_norm.weight", "F32", {s.head_dim}});
+    e.push_back({b + "attn_norm.weight", "F32", {s.n_embd}});
+    e.push_back({b + "attn_output.weight", "Q4_K", {q, s.n_embd}});
+    e.push_back({b + "attn_q_norm.weight", "F32", {s.head_dim}});
+    e.push_back({b + "attn_qkv.weight", mixed, {s.n_embd, q + 2 * kv}});
+    if (i < s.dense) {
+      e.push_back({b + "ffn_down.weight", mixed, {s.n_ff, s.n_embd}});
+      e.push_back({b + "ffn_gate.weight", "Q4_K", {s.n_embd, s.n_ff}});
+      e.push_back({b + "ffn_norm.weight", "F32", {s.n_embd}});
+      e.push_back({b + "ffn_up.weight", "Q4_K", {s.n_embd, s.n_ff}});
+      continue;
+    }
+    e.push_back({b + "exp_probs_b.bias", "F32", {s.n_expert}});
+    e.push_back({b + "ffn_down_exps.weight", mixed, {s.n_ff_exp, s.n_embd, s.n_expert}});
+    e.push_back({b + "ffn_down_shexp.weight", mixed, {s.n_ff_shexp, s.n_embd}});
+    e.push_back({b + "ffn_gate_exps.weight", "Q4_K", {s.n_embd, s.n_ff_exp, s.n_expert}});
+    e.push_back({b + "ffn_gate_inp.weight", "F32", {s.n_embd, s.n_expert}});
+    e.push_back({b + "ffn_gate_shexp.weight", "Q4_K", {s.n_embd, s.n_ff_shexp}});
+    e.push_back({b + "ffn_norm.weight", "F32", {s.n_embd}});
+    e.push_back({b + "ffn_up_exps.weight", "Q4_K", {s.n_embd, s.n_ff_exp, s.n_expert}});
+    e.push_back({b + "ffn_up_shexp.weight", "Q4_K", {s.n_embd, s.n_ff_shexp}});
+  }
+  return e;
+}
+
+// use_more_bits by hand for n = 20: n/8 = 2, 7n/8 = 17 -> 0-1, 17-19, and (i - 2) % 3 == 2: 4, 7, ..., 19;
+// n = 4: n/8 = 0, 7n/8 = 3 -> 3, and i % 3 == 2: 2.
+const std::set<int> kMix20 = range(0, 1) + range(17, 19) + range(4, 19, 3);
+const std::set<int> kMix4 = {2, 3};
+
+/// Runs the tool with `args --out DIR/NAME`; the file's path, or "" (and a test failure) when it failed.
+std::string make_file(const test::TempDir& dir, const std::string& name, const std::string& args) {
+  const std::string path = (dir / name).string();
+  const ToolRun r = run_tool(args + " --out " + path);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  return r.rc == 0 ? path : "";
+}
+
+std::vector<Expected> directory(const GgufFile& f) {
+  std::vector<Expected> got;
+  for (const TensorInfo& t : f.tensors())
+    got.push_back({t.name, type_name(t.type), std::vector<int64_t>(t.ne, t.ne + t.n_dims)});
+  return got;
+}
+
+TEST(SyntheticGguf, Llada2MiniPlanFollowsTheQ4KMMix) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  for (const char* arch : {"llada2", "bailingmoe2"}) {
+    SCOPED_TRACE(arch);
+    const ToolRun r = run_tool(std::string("--arch ") + arch + " --dry-run");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    expect_same(parse_dry_run(r.out), expected_ling2_tensors(kLlada2Mini, 20, kMix20));
+  }
+  // The tiny shape has one MoE layer fewer than the reference's 4 with --layers 3: n = 3, n/8 = 0,
+  // 7n/8 = 2 -> 2 (and i % 3 == 2: 2).
+  const ToolRun r = run_tool("--arch llada2 --tiny --layers 3 --dry-run");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  expect_same(parse_dry_run(r.out), expected_ling2_tensors(kLlada2Tiny, 3, {2}));
+}
+
+/// Each key's value as text (scalars; arrays by length), for comparing two files' keys.
+std::string value_text(const Value& v) {
+  std::ostringstream o;
+  switch (v.type) {
+    case ValueType::STRING:
+      return v.s;
+    case ValueType::FLOAT32:
+    case ValueType::FLOAT64:
+      o << v.f;
+      return o.str();
+    case ValueType::INT8:
+    case ValueType::INT16:
+    case ValueType::INT32:
+    case ValueType::INT64:
+      return std::to_string(v.i);
+    case ValueType::ARRAY:
+      return "array[" + std::to_string(v.items.size()) + "]";
+    default:
+      return std::to_string(v.u);
+  }
+}
+
+TEST(SyntheticGguf, Llada2TinyHasTheLayoutLlamaQuantizeWrote) {
+  DLLM_REQUIRE_REFERENCE();
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  test::TempDir dir;
+  const std::string path = make_file(dir, "llada2.gguf", "--arch llada2 --tiny --seed 3");
+  ASSERT_FALSE(path.empty());
+  const GgufFile f = GgufFile::open(path);
+  expect_same(directory(f), expected_ling2_tensors(kLlada2Tiny, 4, kMix4));
+
+  // The llama.cpp-made reference in this layout (llama-quantize Q4_K_M of a bailingmoe2 master,
+  // relabelled llada2): the same directory but for the vocabulary rows, and every one of its keys
+  // outside the tokenizer with the same type and value.
+  const GgufFile ref = GgufFile::open(test::reference("tiny-llada2-q4km.gguf").string());
+  std::vector<Expected> want = directory(ref);
+  for (Expected& e : want)
+    if (e.name == "output.weight" || e.name == "token_embd.weight") e.ne[1] = 157184;
+  expect_same(directory(f), want);
+  for (const KeyValue& kv : ref.metadata()) {
+    if (kv.key.rfind("tokenizer.", 0) == 0 || kv.key == "general.name") continue;
+    SCOPED_TRACE(kv.key);
+    const Value* v = f.find(kv.key);
+    ASSERT_NE(v, nullptr) << "missing key";
+    EXPECT_EQ(v->type, kv.value.type);
+    if (kv.key == "llada2.vocab_size") {
+      EXPECT_EQ(v->u, 157184u);
+    } else {
+      EXPECT_EQ(value_text(*v), value_text(kv.value));
+    }
+  }
+  // Ling's tokenizer, as in the LLaDA-MoE file: mask 156895, EOS 156892; the real files' pre-type.
+  EXPECT_EQ(f.get_string("tokenizer.ggml.pre"), "bailingmoe2");
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.mask_token_id"), 156895u);
+  EXPECT_EQ(f.get_u32("tokenizer.ggml.eos_token_id"), 156892u);
+  EXPECT_EQ(f.get_string_array("tokenizer.ggml.tokens")[156895], "<|mask|>");
+  // The converter writes no attention.causal for Ling 2.0 (llama.cpp would run bailingmoe2
+  // bidirectionally with `false`).
+  EXPECT_EQ(f.find("llada2.attention.causal"), nullptr);
+  check_tensor_data(f);
+}
+
+TEST(SyntheticGguf, Llada2FullSizeKeys) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  // One layer: the dense layer 0, so the file stays small (the vocabulary rows are most of it).
+  test::TempDir dir;
+  const std::string path = make_file(dir, "llada2.gguf", "--arch llada2 --layers 1");
+  ASSERT_FALSE(path.empty());
+  const GgufFile f = GgufFile::open(path);
+  expect_same(directory(f), expected_ling2_tensors(kLlada2Mini, 1, {0}));
+  // LLaDA2.0-mini's config.json values under the names convert_hf_to_gguf.py BailingMoeV2Model writes.
+  EXPECT_EQ(f.get_string("general.architecture"), "llada2");
+  EXPECT_EQ(f.get_u32("llada2.block_count"), 1u);
+  EXPECT_EQ(f.get_u32("llada2.context_length"), 16384u);
+  EXPECT_EQ(f.get_u32("llada2.embedding_length"), 2048u);
+  EXPECT_EQ(f.get_u32("llada2.feed_forward_length"), 5120u);
+  EXPECT_EQ(f.get_u32("llada2.attention.head_count"), 16u);
+  EXPECT_EQ(f.get_u32("llada2.attention.head_count_kv"), 4u);
+  EXPECT_EQ(f.get_u32("llada2.attention.key_length"), 128u);
+  EXPECT_EQ(f.get_u32("llada2.attention.value_length"), 128u);
+  EXPECT_EQ(f.get_u32("llada2.rope.dimension_count"), 64u);  // 128 x partial_rotary_factor 0.5
+  EXPECT_EQ(f.get_f32("llada2.rope.freq_base"), 600000.0f);
+  EXPECT_EQ(f.get_string("llada2.rope.scaling.type"), "none");
+  EXPECT_EQ(f.get_f32("llada2.attention.layer_norm_rms_epsilon"), 1e-6f);
+  EXPECT_EQ(f.get_u32("llada2.leading_dense_block_count"), 1u);
+  EXPECT_EQ(f.get_u32("llada2.vocab_size"), 157184u);
+  EXPECT_EQ(f.get_u32("llada2.expert_count"), 256u);
+  EXPECT_EQ(f.get_u32("llada2.expert_used_count"), 8u);
+  EXPECT_EQ(f.get_u32("llada2.expert_group_count"), 8u);
+  EXPECT_EQ(f.get_u32("llada2.expert_group_used_count"), 4u);
+  EXPECT_EQ(f.get_u32("llada2.expert_feed_forward_length"), 512u);
+  EXPECT_EQ(f.get_u32("llada2.expert_shared_feed_forward_length"), 512u);
+  EXPECT_EQ(f.get_u32("llada2.expert_shared_count"), 1u);
+  EXPECT_EQ(f.get_f32("llada2.expert_weights_scale"), 2.5f);
+  EXPECT_TRUE(f.get_bool("llada2.expert_weights_norm"));
+  EXPECT_EQ(f.get_u32("llada2.expert_gating_func"), 2u);  // sigmoid
+  EXPECT_FALSE(f.get_bool("diffusion.shift_logits"));
+  EXPECT_EQ(f.get_u32("general.file_type"), 15u);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+  EXPECT_EQ(f.get_string_array("tokenizer.ggml.tokens").size(), 157184u);
+}
+
+TEST(SyntheticGguf, Bailingmoe2CopyHoldsTheSameTensorBytes) {
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  test::TempDir dir;
+  const std::string a = make_file(dir, "llada2.gguf", "--arch llada2 --tiny --seed 5");
+  const std::string b = make_file(dir, "bailingmoe2.gguf", "--arch bailingmoe2 --tiny --seed 5");
+  ASSERT_FALSE(a.empty() || b.empty());
+  const GgufFile fa = GgufFile::open(a), fb = GgufFile::open(b);
+  EXPECT_EQ(fb.get_string("general.architecture"), "bailingmoe2");
+  ASSERT_EQ(fa.tensors().size(), fb.tensors().size());
+  for (size_t k = 0; k < fa.tensors().size(); ++k) {
+    const TensorInfo &ta = fa.tensors()[k], &tb = fb.tensors()[k];
+    ASSERT_EQ(ta.name, tb.name);
+    ASSERT_EQ(ta.type, tb.type) << ta.name;
+    ASSERT_EQ(ta.n_bytes, tb.n_bytes) << ta.name;
+    EXPECT_EQ(std::memcmp(fa.tensor_data(ta), fb.tensor_data(tb), ta.n_bytes), 0) << ta.name;
+  }
+  // Every llada2.* key is there as bailingmoe2.* with the same value; the rest are the same but for
+  // the architecture and the diffusion key, which the autoregressive label has none of.
+  size_t n_arch_keys = 0;
+  for (const KeyValue& kv : fa.metadata()) {
+    SCOPED_TRACE(kv.key);
+    if (kv.key == "general.architecture") continue;
+    if (kv.key == "diffusion.shift_logits") {
+      EXPECT_EQ(fb.find(kv.key), nullptr);
+      continue;
+    }
+    std::string key = kv.key;
+    if (key.rfind("llada2.", 0) == 0) {
+      key = "bailingmoe2." + key.substr(7);
+      ++n_arch_keys;
+    }
+    const Value* v = fb.find(key);
+    ASSERT_NE(v, nullptr) << key;
+    EXPECT_EQ(v->type, kv.value.type);
+    EXPECT_EQ(value_text(*v), value_text(kv.value));
+  }
+  EXPECT_EQ(fa.metadata().size(), fb.metadata().size() + 1);
+  EXPECT_GE(n_arch_keys, 20u);
 }
 
 }  // namespace
