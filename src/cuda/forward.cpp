@@ -450,8 +450,8 @@ struct GpuForward::Impl {
                     rope_cos.as<float>(), rope_sin.as<float>(), n, c.n_head, c.n_head_kv, hd,
                     desc.rope_mode == model::RopeMode::kNeox, stream);
     // att = softmax(q k^T / sqrt(hd)) v per head: n x n_q, then the input of Wo
-    kern::attention(q.as<float>(), k.as<float>(), v.as<float>(), att.as<float>(), n, c.n_head, c.n_head_kv,
-                    hd, 1.0f / std::sqrt(static_cast<float>(hd)), stream);
+    kern::attention(q.as<float>(), k.as<float>(), v.as<float>(), nullptr, att.as<float>(), n, c.n_head,
+                    c.n_head_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd)), stream);
     kern::quantize_rows(att.as<float>(), n, n_q, act_f16.as<uint16_t>(), l.o.quantized(), act_q.as<int8_t>(),
                         act_ds.as<float>(), stream);
     matmul(l.o, n, proj.as<float>(), c.n_embd);  // proj: n x d
