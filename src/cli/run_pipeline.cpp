@@ -275,7 +275,7 @@ int run_generate(RunOptions& o) {
   if (o.verbose && !why_cpu.empty())
     std::fprintf(stderr, "(--device auto chose the CPU: %s)\n", why_cpu.c_str());
 
-  diffusion::LogitsSource& source = *backend;
+  forward::Forward& source = *backend;
   diffusion::SamplerParams params = sampler_params(o, cfg, tok, backend->n_vocab(), report);
   report.sampler = describe_sampler(params, o.max_tokens);
   for (const std::string& w : diffusion::check_params(params, n_prompt, backend->n_vocab())) warn(report, w);

@@ -97,8 +97,8 @@ struct MoeTimes {
   int64_t expert_rows[kBuckets] = {};   ///< routed rows those pairs took
 };
 
-/// The block above with its scratch, sized once for up to max_rows rows (no allocation in forward()).
-/// Not reentrant: one forward() at a time per object.
+/// The block above with its scratch, sized for up to max_rows rows (reserve() grows it; forward()
+/// does not allocate). Not reentrant: one forward() at a time per object.
 class MoeFfn {
  public:
   /// `layers`: every layer's experts (they decide which activation formats the scratch holds).
@@ -110,6 +110,9 @@ class MoeFfn {
   /// through routing() until the next call.
   void forward(const model::LayerWeights& lw, const MoeExperts& ex, const float* x, int64_t n, float* out,
                int64_t ldo);
+
+  /// Scratch for up to max_rows rows (grown, never shrunk).
+  void reserve(int64_t max_rows);
 
   const MoeRouting& routing() const { return routing_; }
   const MoeGroups& groups() const { return groups_; }
@@ -153,7 +156,14 @@ class MoeFfn {
     int64_t r0, r1;
   };
 
+  /// Which forms of a grouped input its matrices read (Activations in cpu/matmul.h).
+  struct Needs {
+    bool q8k = false, q8u = false, q80 = false, q80u = false, f32 = false;
+    void add(const Matrix& m);
+  };
+
   model::ModelConfig c_;
+  Needs in_needs_, act_needs_;
   int64_t max_rows_ = 0;
   int n_threads_ = 1;
   const RowKernels* rk_ = nullptr;

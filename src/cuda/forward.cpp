@@ -1,5 +1,5 @@
 // GpuForward: the layer sequence of model/layer_desc.h on one NVIDIA GPU, block by block as
-// cpu/forward.cpp runs it (model::run_layers: embed, per layer attention_block and ffn_block, lm_head).
+// cpu/forward.cpp runs it (embed, per layer attention_block and ffn_block, lm_head).
 // Every step is one kernel (kernels.h) on one stream; the residual add of each projection is fused
 // into the next RMSNorm, which also writes the next matrix input as int8 (for the mma path) and f16
 // (for the cuBLAS path). The int8 input is rounded as ggml-cpu rounds it to Q8_K (kernels.h), so
@@ -406,17 +406,26 @@ struct GpuForward::Impl {
     DLLM_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
-  /// The forward pass up to the logits of `rows` in the device buffer `logits` (not synchronized).
+  /// The forward pass up to the logits of `rows` in the device buffer `logits` (not synchronized):
+  /// embed, per layer attention_block and ffn_block (check_blocks refused every other kind), lm_head.
   void run(std::span<const int32_t> tokens, std::span<const int32_t> rows) {
-    const model::RowLayout rl = plan.check_forward(tokens, rows);  // before any GPU work
-    pass = Pass{rl.n, static_cast<int64_t>(rows.size()), nullptr};
+    forward::Segment seg;
+    seg.tokens = tokens;
+    seg.logit_rows = rows;
+    const int64_t n = plan.check_segment(seg);  // before any GPU work
+    pass = Pass{n, static_cast<int64_t>(rows.size()), nullptr};
     DLLM_CUDA_CHECK(
-        cudaMemcpyAsync(tokens_dev.as<void>(), tokens.data(), rl.n * 4, cudaMemcpyHostToDevice, stream));
+        cudaMemcpyAsync(tokens_dev.as<void>(), tokens.data(), n * 4, cudaMemcpyHostToDevice, stream));
     if (pass.n_rows > 0) {
       DLLM_CUDA_CHECK(
           cudaMemcpyAsync(rows_dev.as<void>(), rows.data(), pass.n_rows * 4, cudaMemcpyHostToDevice, stream));
     }
-    model::run_layers(plan, *this);
+    embed();
+    for (size_t il = 0; il < plan.n_layer(); ++il) {
+      attention_block(il);
+      ffn_block(il);
+    }
+    lm_head();
   }
 
   /// x = token_embd[tokens].                                                           n x d
@@ -472,9 +481,6 @@ struct GpuForward::Impl {
     matmul(l.down, n, proj.as<float>(), c.n_embd);  // proj: n x d
     pass.pending = proj.as<float>();
   }
-
-  /// FfnKind::kMoe has no GPU kernels: check_blocks refuses such a model before any pass runs.
-  void ffn_moe_block(size_t) { check_blocks(); }
 
   /// logits = (RMSNorm(x[rows] + pending) * output_norm) Woutput, only for the requested rows (x is
   /// not written back).                                                    n_rows x n_vocab

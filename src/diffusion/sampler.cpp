@@ -1,6 +1,6 @@
 // The denoising loops, as a resumable Sequence (sampler.h): one State per generation holds the
 // mutable state (canvas, logits buffers, the loop's cursor); generate() drives one Sequence over a
-// LogitsSource, the engine (src/engine) many over one batched forward pass.
+// forward::Forward, the engine (src/engine) many over one batched forward pass.
 #include "diffusion/sampler.h"
 
 #include <omp.h>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "diffusion/kv_policy.h"
 #include "diffusion/rng.h"
 #include "diffusion/row_ops.h"
 
@@ -129,11 +130,15 @@ class Sequence::State {
     logits_.resize(first_need);
     if (p_.cfg_scale > 0) pair_.resize(2 * first_need);
     if (p_.schedule == Schedule::kDream && !p_.threshold) ts_ = dream_timesteps(p_.steps, p_.eps);
+    if (p_.cache == CacheMode::kNone)
+      kv_ = std::make_unique<KvNone>();
+    else
+      kv_ = std::make_unique<KvFastDllm>(p_.cache == CacheMode::kDual, p_.shift_logits);
     advance();
   }
 
   bool done() const { return !pending_; }
-  const ForwardRequest& request() const { return req_; }
+  std::span<const forward::Segment> request() const { return segs_; }
 
   void accept(double forward_ms) {
     const auto t0 = Clock::now();
@@ -154,7 +159,7 @@ class Sequence::State {
         chosen = select_multinomial(std::move(scored), k_, pending_rng_);
         break;
     }
-    if (p_.cache != CacheMode::kNone && p_.cfg_scale <= 0) cached_block_ = block_;
+    kv_->accepted(active_block());
     commit(std::move(chosen), forward_ms, prep_ms_ + ms_since(t0));
     // Past this step: the loops' increments.
     if (p_.threshold) {
@@ -368,28 +373,32 @@ class Sequence::State {
     }
     const size_t need = rows_.size() * static_cast<size_t>(n_vocab_);
     if (logits_.size() < need) logits_.resize(need);
-    req_ = ForwardRequest{};
-    req_.canvas = canvas_;
-    req_.rows = rows_;
-    req_.out = logits_.data();
-    cache_refresh_ = false;
+    segs_.clear();
     if (p_.cfg_scale > 0) {
       // generate.py l.79-87: un_x = x with every prompt position set to mask_id; both canvases in
-      // one batch.
+      // one pass.
       un_canvas_.assign(canvas_.begin(), canvas_.end());
       std::fill(un_canvas_.begin(), un_canvas_.begin() + prompt_len_, p_.mask_id);
       if (pair_.size() < 2 * need) pair_.resize(2 * need);
-      req_.uncond = un_canvas_;
-      req_.out = pair_.data();
-    } else if (p_.cache != CacheMode::kNone) {
-      // Fast-dLLM: a full forward (refresh) at each block's first step, then the window. The Dream
-      // shift reads row begin-1 for the block's first position, so the window starts there.
-      cache_refresh_ = block_ != cached_block_;
-      req_.kind = cache_refresh_ ? ForwardKind::kRefresh : ForwardKind::kWindow;
-      req_.window_begin = std::max<int64_t>(0, block_begin_ - (p_.shift_logits ? 1 : 0));
-      req_.window_end = p_.cache == CacheMode::kDual ? block_end_ : static_cast<int64_t>(canvas_.size());
+      for (const std::span<const int32_t> canvas :
+           {std::span<const int32_t>(canvas_), std::span<const int32_t>(un_canvas_)}) {
+        forward::Segment seg;
+        seg.tokens = canvas;
+        seg.logit_rows = rows_;
+        seg.logits = pair_.data() + segs_.size() * need;
+        segs_.push_back(seg);
+      }
+      cache_refresh_ = false;
+      return;
     }
+    forward::Segment seg = kv_->segment(canvas_, active_block());
+    seg.logit_rows = rows_;
+    seg.logits = logits_.data();
+    segs_.push_back(seg);
+    cache_refresh_ = kv_->refreshed();
   }
+
+  ActiveBlock active_block() const { return {block_, block_begin_, block_end_}; }
 
   /// logits = un + (cfg_scale + 1) * (cond - un), here in f32 (generate.py l.85-87).
   void combine_guided() {
@@ -533,7 +542,6 @@ class Sequence::State {
   bool in_block_ = false;
   std::vector<int64_t> counts_;  ///< LLaDA: the current block's transfer counts
   int64_t block_ = 0, block_begin_ = 0, block_end_ = 0;
-  int64_t cached_block_ = -1;  ///< block of the last cache refresh (-1: none yet)
   bool cache_refresh_ = false;
   // The pending step (pending_): what accept() scores and how it selects.
   bool pending_ = false;
@@ -542,8 +550,9 @@ class Sequence::State {
   Select select_ = Select::kAll;
   bool llada_ = true;
   DreamConfidence kind_ = DreamConfidence::kProb;
-  ForwardRequest req_;
-  double prep_ms_ = 0;  ///< time advance() took for the pending step (part of its sample_ms)
+  std::vector<forward::Segment> segs_;  ///< the pending step's forward pass
+  std::unique_ptr<KvPolicy> kv_;        ///< the rows each step forwards; with a cache, this sequence's K/V
+  double prep_ms_ = 0;                  ///< time advance() took for the pending step (part of its sample_ms)
   int64_t masks_left_ = 0;
   int64_t steps_run_ = 0;
   bool stopped_ = false;  ///< early stop: the answer is final
@@ -650,7 +659,7 @@ Sequence& Sequence::operator=(Sequence&&) noexcept = default;
 bool Sequence::done() const {
   return state_->done();
 }
-const ForwardRequest& Sequence::next() const {
+std::span<const forward::Segment> Sequence::next() const {
   if (done()) throw Error("Sequence::next: the sequence is done");
   return state_->request();
 }
@@ -674,12 +683,12 @@ GenerateResult Sequence::result() const {
   return state_->result();
 }
 
-GenerateResult generate(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& params,
+GenerateResult generate(forward::Forward& model, std::span<const int32_t> prompt, const SamplerParams& params,
                         const SamplerCallbacks& callbacks) {
   Sequence seq(prompt, params, model.n_vocab(), callbacks);
   while (!seq.done()) {
     const auto t0 = Clock::now();
-    run_request(model, seq.next());
+    model.forward(seq.next());
     seq.accept(ms_since(t0));
   }
   return seq.result();

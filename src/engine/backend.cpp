@@ -1,7 +1,6 @@
 // See backend.h.
 #include "engine/backend.h"
 
-#include <deque>
 #include <span>
 
 #include "base/error.h"
@@ -15,71 +14,23 @@ namespace dllm::engine {
 
 namespace {
 
-/// cpu::CpuForward behind LogitsSource: full passes, Fast-dLLM's cached window steps
-/// (CpuForward::forward_window with cache slot 0), batches of up to ForwardOptions::max_batch
-/// canvases (CpuForward::forward_batch; CFG sets 2), and packed passes of the engine's requests
-/// (CpuForward::forward_packed, up to max_batch x max_tokens activation rows), one KvCache per
-/// cache slot (each sized on its first refresh and kept for the slot's next sequence).
+/// cpu::CpuForward: K/V states, masks, every segment of a pass together up to max_batch x
+/// max_tokens rows.
 class CpuBackend : public Backend {
  public:
-  static diffusion::SourceSupport support_for(const cpu::ForwardOptions& fo) {
-    return {true, fo.max_batch, fo.max_batch * fo.max_tokens};
+  static forward::Capabilities capabilities_for(const cpu::ForwardOptions& fo) {
+    forward::Capabilities caps;
+    caps.kv_state = caps.masks = true;
+    caps.max_rows = caps.max_segments = fo.max_batch * fo.max_tokens;
+    return caps;
   }
 
   CpuBackend(const model::Model& model, const cpu::ForwardOptions& fo) : forward_(model, fo) {}
 
   int64_t n_vocab() const override { return forward_.n_vocab(); }
-  diffusion::SourceSupport support() const override {
-    return {true, forward_.max_batch(), forward_.max_batch() * forward_.max_tokens()};
-  }
-
-  /// Throws what CpuForward throws (dllm::Error for a canvas longer than the buffers were sized for).
-  void logits(std::span<const int32_t> canvas, std::span<const int32_t> rows, float* out) override {
-    forward_.forward(canvas, rows, out);
-  }
-
-  void logits_cached(std::span<const int32_t> canvas, std::span<const int32_t> rows, int64_t window_begin,
-                     int64_t window_end, bool refresh, float* out) override {
-    forward_.forward_window(canvas, window_begin, window_end, rows, out, cache(0), refresh);
-  }
-
-  /// Throws what CpuForward::forward_packed throws (rows beyond max_batch x max_tokens).
-  void logits_packed(std::span<const diffusion::PackedRequest> batch) override {
-    packed_.clear();
-    if (pairs_.size() < batch.size()) pairs_.resize(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const diffusion::ForwardRequest& r = *batch[i].request;
-      cpu::PackedSeq s;
-      s.tokens = r.canvas;
-      if (!r.uncond.empty()) {  // a CFG pair: the canvas and its prompt-masked copy, back to back
-        pairs_[i].assign(r.canvas.begin(), r.canvas.end());
-        pairs_[i].insert(pairs_[i].end(), r.uncond.begin(), r.uncond.end());
-        s.tokens = pairs_[i];
-        s.n_seq = 2;
-      }
-      s.rows = r.rows;
-      s.logits = r.out;
-      if (r.kind != diffusion::ForwardKind::kFull) {
-        s.cache = &cache(batch[i].cache_slot);
-        s.refresh = r.kind == diffusion::ForwardKind::kRefresh;
-        s.window_begin = r.window_begin;
-        s.window_end = r.window_end;
-      }
-      packed_.push_back(s);
-    }
-    forward_.forward_packed(packed_);
-  }
-
-  void logits_batch(std::span<const std::span<const int32_t>> canvases, std::span<const int32_t> rows,
-                    float* out) override {
-    if (canvases.size() < 2 || static_cast<int64_t>(canvases.size()) > forward_.max_batch()) {
-      LogitsSource::logits_batch(canvases, rows, out);
-      return;
-    }
-    batch_.clear();
-    for (const auto& c : canvases) batch_.insert(batch_.end(), c.begin(), c.end());
-    forward_.forward_batch(batch_, static_cast<int64_t>(canvases.size()), rows, out);
-  }
+  forward::Capabilities capabilities() const override { return forward_.capabilities(); }
+  /// Throws what CpuForward throws (dllm::Error for a segment beyond what the buffers may hold).
+  void forward(std::span<const forward::Segment> segments) override { forward_.forward(segments); }
 
   const char* device() const override { return "cpu"; }
   std::string kernels() const override { return isa_name(forward_.isa()); }
@@ -89,36 +40,39 @@ class CpuBackend : public Backend {
   }
 
  private:
-  cpu::KvCache& cache(int64_t slot) {
-    if (slot < 0) throw Error("cache slot " + std::to_string(slot) + " is negative");
-    if (static_cast<size_t>(slot) >= caches_.size()) caches_.resize(static_cast<size_t>(slot) + 1);
-    return caches_[static_cast<size_t>(slot)];
-  }
-
   cpu::CpuForward forward_;
-  std::deque<cpu::KvCache> caches_;  ///< per cache slot; a deque keeps each at its address as it grows
-  std::vector<int32_t> batch_;       ///< the canvases of a batch, back to back
-  std::vector<cpu::PackedSeq> packed_;
-  std::vector<std::vector<int32_t>> pairs_;  ///< CFG pairs of a packed pass, back to back
 };
 
-/// cuda::GpuForward behind LogitsSource: full passes only (GpuForward has no window or batch entry
-/// points yet), so cached steps and batches would take LogitsSource's exact defaults; check_support
-/// refuses the first and warns about the second.
+/// cuda::GpuForward: one segment per pass, each a whole sequence (no K/V state) under the full mask;
+/// check_support refuses a cache and warns about a CFG batch.
 class GpuBackend : public Backend {
  public:
-  /// No packed pass either: the engine runs its sequences' steps one forward pass each.
-  static constexpr diffusion::SourceSupport kSupport{false, 1, 0};
+  static forward::Capabilities capabilities_for(const cuda::GpuForwardOptions& go) {
+    forward::Capabilities caps;
+    caps.max_rows = go.max_tokens;
+    caps.max_segments = 1;
+    return caps;
+  }
 
   GpuBackend(const model::Model& model, const cuda::GpuForwardOptions& go)
-      : forward_(cuda::make_gpu_forward(model, go)) {}
+      : forward_(cuda::make_gpu_forward(model, go)), caps_(capabilities_for(go)) {}
 
   int64_t n_vocab() const override { return forward_->n_vocab(); }
-  diffusion::SourceSupport support() const override { return kSupport; }
+  forward::Capabilities capabilities() const override { return caps_; }
 
-  /// rows.size() x n_vocab unshifted logits into host memory.
-  void logits(std::span<const int32_t> canvas, std::span<const int32_t> rows, float* out) override {
-    forward_->forward(canvas, rows, out);
+  /// Each segment in its own pass: rows.size() x n_vocab unshifted logits into host memory.
+  void forward(std::span<const forward::Segment> segments) override {
+    if (segments.empty()) throw Error("forward: no segments");
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const forward::Segment& s = segments[i];
+      if (s.kv != nullptr)
+        throw Error("forward: segment " + std::to_string(i) +
+                    " has a K/V state, which the GPU does not keep");
+      if (s.mask.kind != forward::MaskRule::Kind::kFull)
+        throw Error("forward: segment " + std::to_string(i) + " has the mask rule " +
+                    forward::describe(s.mask) + ", which the GPU does not run");
+    }
+    for (const forward::Segment& s : segments) forward_->forward(s.tokens, s.logit_rows, s.logits);
   }
 
   const char* device() const override { return "gpu"; }
@@ -130,6 +84,7 @@ class GpuBackend : public Backend {
 
  private:
   std::unique_ptr<cuda::GpuForward> forward_;
+  forward::Capabilities caps_;
 };
 
 }  // namespace
@@ -153,12 +108,12 @@ std::string auto_keeps_on_cpu(const model::Model& model, const BackendOptions& o
   return "";
 }
 
-std::vector<std::string> check_support(const diffusion::SourceSupport& support, const std::string& device,
+std::vector<std::string> check_support(const forward::Capabilities& caps, const std::string& device,
                                        const BackendOptions& o) {
   const std::string the_device = (device == "gpu" ? std::string("the GPU") : std::string("the CPU")) +
                                  (o.device == "auto" ? " (chosen by --device auto)" : "");
   const std::string other = device == "gpu" ? "cpu" : "gpu";
-  if (o.cache != diffusion::CacheMode::kNone && !support.cached_steps) {
+  if (o.cache != diffusion::CacheMode::kNone && !caps.kv_state) {
     throw UsageError(
         std::string("--cache ") + diffusion::cache_mode_name(o.cache) +
         " needs Fast-dLLM's cached window steps, which " + the_device +
@@ -167,7 +122,7 @@ std::vector<std::string> check_support(const diffusion::SourceSupport& support, 
         other + " for the cache, or --cache none");
   }
   std::vector<std::string> warnings;
-  if (o.max_batch > support.max_batch) {
+  if (o.max_batch > caps.max_segments) {
     warnings.push_back(
         "--cfg-scale: " + the_device + " runs the canvas and its prompt-masked copy one after the other (" +
         std::to_string(o.max_batch) + " forward passes per step, not one batch): the same text, slower");
@@ -198,10 +153,10 @@ std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOp
   std::unique_ptr<Backend> backend;
   std::vector<std::string> warnings;
   if (use_gpu) {
-    warnings = check_support(GpuBackend::kSupport, "gpu", o);  // before the weights go to the GPU
     cuda::GpuForwardOptions go;
     go.max_tokens = o.max_tokens;
     go.gemm = gemm;
+    warnings = check_support(GpuBackend::capabilities_for(go), "gpu", o);  // before the weights go to the GPU
     backend = std::make_unique<GpuBackend>(model, go);
   } else {
     cpu::ForwardOptions fo;
@@ -209,7 +164,7 @@ std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOp
     fo.n_threads = o.threads;
     fo.isa = choose_isa(o.isa);
     fo.max_batch = o.max_batch;
-    warnings = check_support(CpuBackend::support_for(fo), "cpu", o);
+    warnings = check_support(CpuBackend::capabilities_for(fo), "cpu", o);
     backend = std::make_unique<CpuBackend>(model, fo);
   }
   backend->warnings = std::move(warnings);

@@ -1,7 +1,7 @@
-// Where the forward pass runs (--device cpu | gpu | auto): one object per device that is both the
-// samplers' LogitsSource (`run`) and the forward pass `logits` calls (LogitsSource::logits), plus
-// what the CLI reports about it. It states what it runs natively (support()); make_backend refuses or
-// warns, naming the flag, when the run asks for more.
+// Where the forward pass runs (--device cpu | gpu | auto): one object per device that is the forward
+// pass of `run`, `logits` and `serve` (forward::Forward), plus what the CLI reports about it. It states
+// what it runs natively (capabilities()); make_backend refuses or warns, naming the flag, when the run
+// asks for more.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "diffusion/logits_source.h"
 #include "diffusion/sampler.h"
+#include "forward/forward.h"
 
 namespace dllm::model {
 class Model;
@@ -29,9 +29,7 @@ struct BackendOptions {
 };
 
 /// A prepared forward pass on one device. Keeps a reference to the model, which must outlive it.
-/// LogitsSource::logits() gives the unshifted logits of tokens[rows[j]] (rows.size() x n_vocab, as
-/// cpu::CpuForward::forward); logits_cached() and logits_batch() run natively where support() says so.
-class Backend : public diffusion::LogitsSource {
+class Backend : public forward::Forward {
  public:
   /// "cpu" or "gpu".
   virtual const char* device() const = 0;
@@ -49,14 +47,14 @@ class Backend : public diffusion::LogitsSource {
 
 /// Checks what a run asks for beyond plain forward passes against what `device` ("cpu", "gpu") runs
 /// natively, before the device is set up:
-/// - `--cache prefix|dual` without cached steps: dllm::UsageError naming the flag and the ways out. The
-///   stand-in would run a full pass per step, so the text would be that of --cache none (not what the
-///   same flags give on the CPU, Fast-dLLM's approximation) and no step would be faster: a flag that
-///   silently changes meaning is refused, as llama.cpp refuses an unsupported combination.
-/// - a batch (`--cfg-scale`'s two canvases) above support.max_batch: a warning, returned. Each canvas
+/// - `--cache prefix|dual` without K/V states: dllm::UsageError naming the flag and the ways out. A
+///   full pass per step instead would give the text of --cache none (not what the same flags give on
+///   the CPU, Fast-dLLM's approximation) and no step would be faster: a flag that silently changes
+///   meaning is refused, as llama.cpp refuses an unsupported combination.
+/// - a batch (`--cfg-scale`'s two canvases) above caps.max_segments: a warning, returned. Each canvas
 ///   then gets its own pass: the same logits, so the same text, only slower.
 /// Returns the warnings (empty when the device runs everything natively).
-std::vector<std::string> check_support(const diffusion::SourceSupport& support, const std::string& device,
+std::vector<std::string> check_support(const forward::Capabilities& caps, const std::string& device,
                                        const BackendOptions& options);
 
 /// Why `--device auto` keeps `model` run with `options` on the CPU even where a GPU is found, or "" when

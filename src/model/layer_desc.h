@@ -37,6 +37,9 @@ struct LayerDesc {
   bool qkv_bias = false;  ///< q, k, v add blk.N.attn_{q,k,v}.bias (Dream)
   bool qk_norm = false;   ///< per-head RMSNorm of q and k, blk.N.attn_{q,k}_norm (LLaDA-MoE, RND1)
   RopeMode rope_mode = RopeMode::kNorm;  ///< RoPE pairing of q and k
+  /// Sliding-window attention: each row keeps the window - 1 keys before its mask group
+  /// (forward/mask.h); 0: no window.
+  int64_t window = 0;
   FfnKind ffn = FfnKind::kDense;
 };
 

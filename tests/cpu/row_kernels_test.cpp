@@ -212,7 +212,7 @@ TEST_P(RowKernelsIsa, AttentionHeadMatchesF64) {
 
 TEST_P(RowKernelsIsa, AttentionRowsDoNotDependOnTheOtherQueries) {
   // A window of query rows (any start, any count) gives the same bits as those rows of a full pass:
-  // the cached step of forward_window relies on it.
+  // a window step over a K/V state relies on it.
   const HeadCase full{141, 141, 128, 4096, 1.0f};
   std::vector<float> all;
   worst_ratio(k(), full, 77, &all);

@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "cpu/forward.h"
 #include "cuda/device.h"
+#include "forward_util.h"
 #include "gguf/gguf.h"
 #include "gpu_test_util.h"
 #include "model/model.h"
@@ -225,7 +226,7 @@ TEST(SyntheticReference, Int8ModeMatchesCpuForward) {
     opt.n_threads = 1;
     cpu::CpuForward fwd(model, opt);
     std::vector<float> logits(rows.size() * fwd.n_vocab());
-    fwd.forward(tokens, rows, logits.data());
+    test::forward_whole(fwd, tokens, rows, logits.data());
     const ReferenceForward ref = reference_for(synth, arch == "dream", cuda::GpuGemm::kInt8);
     const double err = max_rel_rms(logits, ref.forward(tokens), rows);
     std::printf("[figures] %s q4km: CPU forward vs this test's f64 reference (int8 mode) %.2e\n",
@@ -401,7 +402,7 @@ TEST_P(ReferenceLogits, MatchLlamaCppAndCpu) {
     copt.max_tokens = n;
     cpu::CpuForward cpu_fwd(model, copt);
     std::vector<float> cpu_logits(n * n_vocab);
-    cpu_fwd.forward(tokens, rows, cpu_logits.data());
+    test::forward_whole(cpu_fwd, tokens, rows, cpu_logits.data());
     const LogitsFigures g = test::compare_logits(ours.data(), cpu_logits.data(), n, n_vocab);
     std::printf("[figures] %s (gpu %s) vs cpu forward: rel RMS max %.4f median %.4f, argmax %.1f%%\n",
                 stem.c_str(), cuda::gpu_gemm_name(gemm), g.max_rel, g.median_rel, 100 * g.argmax_agree);
