@@ -1,11 +1,11 @@
-// Helpers for tests that run a forward pass (forward/forward.h): one whole sequence as one segment.
+// Helpers for tests that run a forward pass (forward/pass.h): one whole sequence as one segment.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "forward/forward.h"
+#include "forward/pass.h"
 
 namespace dllm::test {
 

@@ -1,13 +1,9 @@
 // The pipeline of `dllm run`: resolve the model, load it, build the prompt ids, run the architecture's
 // denoising loop over the forward pass (CPU or GPU, --device), print the answer (streamed as it becomes
-// final) or JSON. Defaults per architecture (README "Defaults"): LLaDA follows generate.py's chat settings
-// (block 32, steps = max tokens, low_confidence, temperature 0); Dream follows its model card's alg
-// (entropy) with temperature 0, eps 1e-3. LLaDA-MoE runs the LLaDA loop (llama.cpp PR #16003 runs it with
-// --diffusion-block-length 32 --diffusion-algorithm 4); RND1 runs the Dream loop: RND1's own sampler
-// (radicalnumerics RND1 rnd/sampling.py) shifts the logits and commits the lowest-entropy positions on a
-// timestep schedule, which is Dream's entropy algorithm, and llama.cpp's examples/diffusion/README.md runs
-// RND1 with --diffusion-eps 0.001 --diffusion-algorithm 1 (entropy); the file has no
-// diffusion.shift_logits, so the logits are shifted.
+// final) or JSON. Which loop an architecture runs, and with which defaults, its description says
+// (src/model/<arch>.cpp; README "Defaults"): LLaDA and LLaDA-MoE generate.py's blocks (block 32, steps =
+// max tokens, low_confidence, temperature 0), Dream and RND1 Dream's timesteps (alg entropy,
+// temperature 0, eps 1e-3).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +25,7 @@
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
 #include "engine/backend.h"
+#include "engine/prompt_rule.h"
 #include "engine/sampler_options.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
@@ -247,7 +244,7 @@ int run_generate(RunOptions& o) {
   for (const std::string& w : check_vocab_keys(*m.file, tok, cfg.arch_name)) warn(report, w);
   if (const std::string w = ignored_system_warning(tok, o); !w.empty()) warn(report, w);
 
-  if (const std::string note = apply_model_defaults(chat, *m.file); !note.empty())
+  if (const std::string note = engine::apply_prompt_rule(chat, cfg.arch); !note.empty())
     std::fprintf(stderr, "note: %s\n", note.c_str());
   Stopwatch tok_watch;
   report.prompt_tokens = tokenizer::prompt_tokens(tok, chat);

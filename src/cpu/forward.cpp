@@ -70,8 +70,8 @@ struct ProjectionOut {
 struct CpuForward::Impl final : model::DeviceOps {
   const model::Model& model;
   const model::ForwardPlan plan;
-  const model::ModelConfig& c;        ///< plan.config()
-  const model::RopeTable rope_table;  ///< plan.make_rope_table()
+  const model::ModelConfig& c;                      ///< plan.config()
+  const std::vector<model::RopeTable> rope_tables;  ///< plan.make_rope_tables()
   int n_threads = 1;
   Isa isa = Isa::kScalar;
   const RowKernels* rk = nullptr;  ///< quantization, SiLU, RMSNorm and attention kernels of `isa`
@@ -114,7 +114,7 @@ struct CpuForward::Impl final : model::DeviceOps {
       : model(m),
         plan(m, opt.max_tokens, opt.max_batch, opt.rope_mode),
         c(plan.config()),
-        rope_table(plan.make_rope_table()),
+        rope_tables(plan.make_rope_tables()),
         driver(plan, *this) {
     n_threads = opt.n_threads > 0 ? opt.n_threads : physical_core_count();
     isa = opt.isa ? *opt.isa : choose_isa("");
@@ -205,7 +205,7 @@ struct CpuForward::Impl final : model::DeviceOps {
         up = std::vector<float>(n * w.ff);
         ffn_act = ProjectionInput(rows, w.ff, down_users);
       }
-      if (moe) moe->reserve(rows);
+      if (moe) moe->size_for(rows);
       rows_cap = rows;
     }
     if (p.max_keys > keys_cap) {
@@ -312,12 +312,13 @@ struct CpuForward::Impl final : model::DeviceOps {
   }
 
   /// Per activation row: q, k, v += their biases (qkv_bias), the per-head RMSNorm of q and k
-  /// (qk_norm), then RoPE on every head of q and k with the angles of the row's position.
+  /// (qk_norm), then RoPE on the first n_rot dims of every head of q and k with the angles of the
+  /// row's position.
   void qk_norm_rope(const model::PassLayout& p, size_t il) override {
     const Profile::Scope ps(prof, Phase::kBiasRope);
     const model::LayerDesc& desc = plan.layer(il);
     const model::LayerWeights& lw = model.layers()[il];
-    const model::RopeTable& angles = rope_table;
+    const model::RopeTable& angles = rope_tables[plan.rope_table_of(il)];
     const int64_t hd = c.head_dim, n_q = plan.widths().q, n_kv = plan.widths().kv;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t r = 0; r < p.n_rows; ++r) {
@@ -338,8 +339,8 @@ struct CpuForward::Impl final : model::DeviceOps {
         for (int64_t h = 0; h < c.n_head_kv; ++h)
           rk->rmsnorm(kt + h * hd, lw.attn_k_norm.data(), kt + h * hd, hd, c.rms_eps);
       }
-      rope(qt, c.n_head, hd, angles.cos(pos), angles.sin(pos), desc.rope_mode);
-      rope(kt, c.n_head_kv, hd, angles.cos(pos), angles.sin(pos), desc.rope_mode);
+      rope(qt, c.n_head, hd, angles.cos(pos), angles.sin(pos), desc.rope_mode, desc.n_rot);
+      rope(kt, c.n_head_kv, hd, angles.cos(pos), angles.sin(pos), desc.rope_mode, desc.n_rot);
     }
   }
 

@@ -14,7 +14,7 @@
 
 #include "base/isa.h"
 #include "cpu/threads.h"
-#include "forward/forward.h"
+#include "forward/pass.h"
 #include "model/config.h"
 
 namespace dllm::model {

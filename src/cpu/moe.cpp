@@ -235,22 +235,37 @@ void MoeFfn::Grouped::copy_row(const Grouped& from, int64_t src, int64_t dst) {
   copy(q80u, from.q80u, width);
 }
 
+std::string moe_unimplemented(const model::ModelConfig& c) {
+  if (c.expert_gating != model::ExpertGating::kSoftmax) return "sigmoid gating";
+  if (c.expert_selection_bias) return "a selection bias (exp_probs_b)";
+  if (c.n_expert_groups > 1) return "group-limited routing";
+  if (c.n_expert_shared > 0) return "shared experts";
+  if (c.expert_weights_scale != 1.0f) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "expert_weights_scale %g", static_cast<double>(c.expert_weights_scale));
+    return buf;
+  }
+  return "";
+}
+
 MoeFfn::MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layers, int64_t max_rows, Isa isa,
                int n_threads)
     : c_(c), n_threads_(std::max(1, n_threads)), rk_(&row_kernels(isa)) {
   if (!c.is_moe()) throw Error("MoeFfn: the model has no experts");
+  if (const std::string what = moe_unimplemented(c); !what.empty())
+    throw Error(c.arch_name + ": the CPU's routed FFN does not implement " + what + " yet");
   // Which forms of the two grouped inputs the experts read (Activations in cpu/matmul.h).
   for (const MoeExperts& l : layers) {
     for (const auto* mats : {&l.gate, &l.up})
-      for (const auto& m : *mats) in_needs_.add(*m);
-    for (const auto& m : l.down) act_needs_.add(*m);
+      for (const auto& m : *mats) in_needs_.add_reader(*m);
+    for (const auto& m : l.down) act_needs_.add_reader(*m);
   }
   routing_.n_expert = c.n_expert;
   routing_.k = c.n_expert_used;
   groups_.begin.reserve(static_cast<size_t>(c.n_expert + 1));
   groups_.cursor.reserve(static_cast<size_t>(c.n_expert));
   order_.resize(static_cast<size_t>(c.n_expert));
-  reserve(max_rows);
+  size_for(max_rows);
   // Work-item storage at its largest, so forward() never allocates for it.
   size_t max_items = 0;
   for (const MoeExperts& l : layers) {
@@ -268,7 +283,7 @@ MoeFfn::MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layer
   items_.reserve(max_items);
 }
 
-void MoeFfn::Needs::add(const Matrix& m) {
+void MoeFfn::Needs::add_reader(const Matrix& m) {
   q8k |= m.wants_q8k();
   q8u |= m.wants_q8u();
   q80 |= m.wants_q8_0();
@@ -276,7 +291,7 @@ void MoeFfn::Needs::add(const Matrix& m) {
   f32 |= !m.wants_q8k() && !m.wants_q8_0();
 }
 
-void MoeFfn::reserve(int64_t max_rows) {
+void MoeFfn::size_for(int64_t max_rows) {
   if (max_rows <= max_rows_) return;
   max_rows_ = max_rows;
   const auto rows = static_cast<size_t>(max_rows * c_.n_expert_used);

@@ -162,13 +162,18 @@ struct GpuForward::Impl {
     allocate();
   }
 
-  /// Blocks the kernels implement: the routed FFN (FfnKind::kMoe) and the Q/K norm of llada-moe / rnd1
-  /// have no GPU kernels yet. Throws dllm::Error "<arch>: MoE models run on the CPU only for now (run
-  /// with --device cpu)".
+  /// Blocks the kernels implement: the routed FFN (FfnKind::kMoe), the Q/K norm of llada-moe / rnd1,
+  /// partial RoPE, per-layer RoPE bases and sliding windows have no GPU kernels yet. Throws dllm::Error
+  /// "<arch>: MoE models run on the CPU only for now (run with --device cpu)", or naming the block.
   void check_blocks() const {
     for (size_t il = 0; il < plan.n_layer(); ++il) {
-      if (plan.layer(il).ffn != model::FfnKind::kDense || plan.layer(il).qk_norm)
+      const model::LayerDesc& d = plan.layer(il);
+      if (d.ffn != model::FfnKind::kDense || d.qk_norm)
         throw Error(c.arch_name + ": MoE models run on the CPU only for now (run with --device cpu)");
+      if (d.n_rot != c.head_dim || d.rope_freq_base != plan.layer(0).rope_freq_base || d.window != 0)
+        throw Error(c.arch_name +
+                    ": partial RoPE, per-layer RoPE bases and sliding windows run on the CPU "
+                    "only for now (run with --device cpu)");
     }
   }
 
@@ -280,7 +285,7 @@ struct GpuForward::Impl {
     output = upload(model.output(), /*release=*/!tied);
     embd = upload(model.token_embd());
     output_norm = upload_vec(model.output_norm());
-    const model::RopeTable rope = plan.make_rope_table();
+    const model::RopeTable rope = plan.make_rope_tables()[0];  // check_blocks: one table, n_rot = head_dim
     rope_cos = upload_vec(rope.cos_rows());
     rope_sin = upload_vec(rope.sin_rows());
   }

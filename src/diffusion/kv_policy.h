@@ -22,7 +22,7 @@
 #include <memory>
 #include <span>
 
-#include "forward/forward.h"
+#include "forward/pass.h"
 
 namespace dllm::diffusion {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/isa.h"
-#include "forward/forward.h"
+#include "forward/pass.h"
 
 namespace dllm::diffusion {
 

@@ -94,6 +94,7 @@ std::string auto_keeps_on_cpu(const model::Model& model, const BackendOptions& o
   if (o.cache != diffusion::CacheMode::kNone)
     return std::string("--cache ") + diffusion::cache_mode_name(o.cache) + " runs on the CPU only";
   std::vector<const gguf::TensorInfo*> mats = {&model.token_embd(), &model.output()};
+  if (model.config().n_rot != model.config().head_dim) return "partial RoPE runs on the CPU only for now";
   for (const model::LayerWeights& lw : model.layers()) {
     if (!lw.attn_q_norm.empty()) return "Q/K-norm layers run on the CPU only for now";
     for (const gguf::TensorInfo* t :

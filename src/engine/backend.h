@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "diffusion/sampler.h"
-#include "forward/forward.h"
+#include "forward/pass.h"
 
 namespace dllm::model {
 class Model;

@@ -21,7 +21,7 @@
 
 #include "base/error.h"
 #include "diffusion/sampler.h"
-#include "forward/forward.h"
+#include "forward/pass.h"
 
 namespace dllm::model {
 class Model;

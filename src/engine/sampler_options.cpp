@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "base/error.h"
-#include "model/config.h"
+#include "model/arch.h"
 #include "tokenizer/tokenizer.h"
 
 namespace dllm::engine {
@@ -59,7 +59,7 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
   p.end_ids = tok.eog_ids();
   p.sampleable = tok.sampleable_mask(static_cast<int32_t>(n_vocab));
 
-  if (cfg.arch == model::Arch::kLlada || cfg.arch == model::Arch::kLladaMoe) {
+  if (cfg.arch->loop == model::DefaultLoop::kLladaBlocks) {
     p.schedule = diffusion::Schedule::kLlada;
     p.remasking = diffusion::parse_remasking(o.remasking.value_or("low_confidence"));
     // One block when max_tokens is not a multiple of the default 32 and no block length was given.

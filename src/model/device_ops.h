@@ -24,7 +24,7 @@
 #include <span>
 #include <vector>
 
-#include "forward/forward.h"
+#include "forward/pass.h"
 
 namespace dllm::model {
 

@@ -7,7 +7,7 @@
 
 #include <span>
 
-#include "forward/forward.h"
+#include "forward/pass.h"
 #include "model/device_ops.h"
 #include "model/forward_plan.h"
 

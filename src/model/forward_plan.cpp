@@ -22,14 +22,31 @@ ForwardPlan::ForwardPlan(const Model& model, int64_t max_tokens, int max_batch,
   max_batch_ = max_batch;
   if (rope_mode) config_.rope_mode = *rope_mode;
   layers_ = describe_layers(config_);
+  for (size_t il = 0; il < layers_.size(); ++il) {
+    if (layers_[il].n_head_kv != layers_[0].n_head_kv) {
+      throw Error("layer " + std::to_string(il) + " has " + std::to_string(layers_[il].n_head_kv) +
+                  " K/V heads, layer 0 " + std::to_string(layers_[0].n_head_kv) +
+                  ": per-layer K/V head counts are not implemented");
+    }
+    // Layers of one (n_rot, base) share a RoPE table: the table of the first such layer.
+    size_t t = 0;
+    while (t < rope_layers_.size() && (layers_[rope_layers_[t]].n_rot != layers_[il].n_rot ||
+                                       layers_[rope_layers_[t]].rope_freq_base != layers_[il].rope_freq_base))
+      ++t;
+    if (t == rope_layers_.size()) rope_layers_.push_back(il);
+    rope_of_layer_.push_back(t);
+  }
   widths_.embd = config_.n_embd;
   widths_.q = config_.n_head * config_.head_dim;
   widths_.kv = config_.n_head_kv * config_.head_dim;
   widths_.ff = config_.n_ff;
 }
 
-RopeTable ForwardPlan::make_rope_table() const {
-  return RopeTable(config_.head_dim, max_tokens_, config_.rope_freq_base);
+std::vector<RopeTable> ForwardPlan::make_rope_tables() const {
+  std::vector<RopeTable> tables;
+  for (const size_t il : rope_layers_)
+    tables.emplace_back(layers_[il].n_rot, max_tokens_, layers_[il].rope_freq_base);
+  return tables;
 }
 
 int64_t ForwardPlan::check_segment(const forward::Segment& s) const {

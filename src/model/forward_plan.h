@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "forward/forward.h"
+#include "forward/pass.h"
 #include "model/config.h"
 #include "model/layer_desc.h"
 #include "model/rope_table.h"
@@ -33,16 +33,21 @@ class ForwardPlan {
   /// The plan for `model` (which must outlive it) over sequences of up to max_tokens positions,
   /// max_batch of them in one pass. rope_mode: diagnostics only, replaces the architecture's RoPE
   /// pairing in every layer (the backends' ForwardOptions::rope_mode). Throws dllm::Error
-  /// "max_tokens must be positive (got N)" or "max_batch must be positive (got N)".
+  /// "max_tokens must be positive (got N)" or "max_batch must be positive (got N)", and for layers
+  /// the pass does not implement yet: "layer <il> has <n> K/V heads, layer 0 <m>: per-layer K/V head
+  /// counts are not implemented".
   ForwardPlan(const Model& model, int64_t max_tokens, int max_batch, std::optional<RopeMode> rope_mode);
 
   /// The model's config, rope_mode replaced when it was forced.
   const ModelConfig& config() const { return config_; }
   const LayerDesc& layer(size_t il) const { return layers_[il]; }
   size_t n_layer() const { return layers_.size(); }
-  /// cos / sin of every position < max_tokens: max_tokens x head_dim/2 floats each, made on request so
-  /// that a backend checks its memory (GpuForward's device check) before this host table exists.
-  RopeTable make_rope_table() const;
+  /// cos / sin of every position < max_tokens for each distinct (n_rot, rope_freq_base) of the layers:
+  /// max_tokens x n_rot/2 floats each, made on request so that a backend checks its memory
+  /// (GpuForward's device check) before the host tables exist. Layer il uses
+  /// rope_tables()[rope_table_of(il)].
+  std::vector<RopeTable> make_rope_tables() const;
+  size_t rope_table_of(size_t il) const { return rope_of_layer_[il]; }
   const ActivationWidths& widths() const { return widths_; }
   int64_t max_tokens() const { return max_tokens_; }
   int max_batch() const { return max_batch_; }
@@ -68,6 +73,8 @@ class ForwardPlan {
  private:
   ModelConfig config_;
   std::vector<LayerDesc> layers_;
+  std::vector<size_t> rope_of_layer_;  ///< per layer: its RoPE table among make_rope_tables()
+  std::vector<size_t> rope_layers_;    ///< per RoPE table: the first layer that uses it
   ActivationWidths widths_;
   int64_t max_tokens_ = 0;
   int max_batch_ = 1;

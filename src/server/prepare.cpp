@@ -2,6 +2,7 @@
 #include "server/prepare.h"
 
 #include "base/error.h"
+#include "engine/prompt_rule.h"
 #include "tokenizer/chat.h"
 
 namespace dllm::server {
@@ -36,6 +37,7 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
     chat.parse_special = m.parse_special;
     if (r.endpoint == Endpoint::kChat) {
       chat.messages = r.messages;
+      engine::apply_prompt_rule(chat, m.config->arch);  // a base model's messages as raw text
     } else {
       chat.prompt = r.prompt;
       chat.no_chat = true;

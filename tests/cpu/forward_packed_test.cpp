@@ -13,7 +13,7 @@
 
 #include "base/error.h"
 #include "cpu/forward.h"
-#include "forward/forward.h"
+#include "forward/pass.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "test_util.h"

@@ -14,10 +14,10 @@
 #include "base/error.h"
 #include "base/isa.h"
 #include "cpu/forward.h"
+#include "forward_util.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
-#include "forward_util.h"
 #include "reference_forward.h"
 #include "test_util.h"
 
@@ -170,6 +170,14 @@ SyntheticSpec moe_attention_mix(const std::string& arch) {
   return s;
 }
 
+// Partial RoPE (rope.dimension_count below head_dim, as LLaDA2's 64 of 128): the first n_rot dims of
+// each head rotate, the rest pass through.
+SyntheticSpec partial_rope(const std::string& arch, WeightMix mix) {
+  SyntheticSpec s = make_spec(arch, mix);
+  s.n_rot = 8;  // of head_dim 24 (F32) or 64 (Q4_K_M)
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, SyntheticForward,
     ::testing::Values(Case{"llada_f32", make_spec("llada", WeightMix::kF32), 1e-5},
@@ -183,7 +191,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llada_moe_f32", make_spec("llada-moe", WeightMix::kF32), 1e-5},
                       Case{"rnd1_f16_bf16", make_spec("rnd1", WeightMix::kFloatMix), 1e-5},
                       Case{"llada_moe_q4km", make_spec("llada-moe", WeightMix::kQ4KM), 1e-5, 2e-2},
-                      Case{"rnd1_q4km", make_spec("rnd1", WeightMix::kQ4KM), 1e-5, 2e-2}),
+                      Case{"rnd1_q4km", make_spec("rnd1", WeightMix::kQ4KM), 1e-5, 2e-2},
+                      Case{"llada_f32_partial_rope", partial_rope("llada", WeightMix::kF32), 1e-5},
+                      Case{"dream_q4km_partial_rope", partial_rope("dream", WeightMix::kQ4KM), 1e-5}),
     [](const auto& info) { return info.param.name; });
 
 TEST(SyntheticForward, TiedOutputAndShortSequence) {

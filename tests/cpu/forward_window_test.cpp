@@ -19,7 +19,7 @@
 #include "base/error.h"
 #include "base/isa.h"
 #include "cpu/forward.h"
-#include "forward/forward.h"
+#include "forward/pass.h"
 #include "forward_util.h"
 #include "gguf/gguf.h"
 #include "model/model.h"

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "forward/forward.h"
+#include "forward/pass.h"
 
 namespace dllm::test {
 

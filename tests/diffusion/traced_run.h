@@ -10,7 +10,7 @@
 
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
-#include "forward/forward.h"
+#include "forward/pass.h"
 #include "test_util.h"
 
 namespace dllm::test {

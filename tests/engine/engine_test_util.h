@@ -32,7 +32,7 @@ class TinyModel {
 
   const model::Model& model() const { return *model_; }
   const tokenizer::Tokenizer& tokenizer() const { return tok_; }
-  bool is_dream() const { return model_->config().arch == model::Arch::kDream; }
+  bool is_dream() const { return model_->config().arch_name == "dream"; }
 
   /// The chat-templated prompt ids of `text`.
   std::vector<int32_t> prompt(const std::string& text) const {

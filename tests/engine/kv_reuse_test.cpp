@@ -13,7 +13,7 @@
 #include "cpu/forward.h"
 #include "diffusion/kv_policy.h"
 #include "engine_test_util.h"
-#include "forward/forward.h"
+#include "forward/pass.h"
 
 namespace dllm {
 namespace {
