@@ -87,6 +87,7 @@ int run_logits(const LogitsOptions& o) {
   bo.isa = o.compute.isa;
   bo.max_tokens = n;
   const std::unique_ptr<engine::Backend> backend = engine::make_backend(*m.model, bo);
+  for (const std::string& n : backend->notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   const double load_ms = load_watch.elapsed_ms();
 
   const int64_t n_vocab = backend->n_vocab();

@@ -269,6 +269,7 @@ int run_generate(RunOptions& o) {
   report.threads = backend->threads();
   // The device line is a status line whenever a GPU runs (stdout keeps only the answer).
   if (o.verbose || report.device == "gpu") std::fprintf(stderr, "%s\n", backend->describe().c_str());
+  for (const std::string& n : backend->notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   if (o.verbose && !why_cpu.empty())
     std::fprintf(stderr, "(--device auto chose the CPU: %s)\n", why_cpu.c_str());
 

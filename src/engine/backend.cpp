@@ -7,6 +7,7 @@
 #include "base/isa.h"
 #include "cpu/forward.h"
 #include "cuda/device.h"
+#include "cuda/support.h"
 #include "gguf/ggml_types.h"
 #include "model/model.h"
 
@@ -43,37 +44,25 @@ class CpuBackend : public Backend {
   cpu::CpuForward forward_;
 };
 
-/// cuda::GpuForward: one segment per pass, each a whole sequence (no K/V state) under the full mask;
-/// check_support refuses a cache and warns about a CFG batch.
+/// cuda::GpuForward: one segment per pass (the engine runs one sequence per pass, a CFG pair two),
+/// whole sequences without a K/V state; check_support refuses a cache and warns about a CFG batch.
 class GpuBackend : public Backend {
  public:
   static forward::Capabilities capabilities_for(const cuda::GpuForwardOptions& go) {
     forward::Capabilities caps;
+    caps.masks = true;
     caps.max_rows = go.max_tokens;
     caps.max_segments = 1;
     return caps;
   }
 
   GpuBackend(const model::Model& model, const cuda::GpuForwardOptions& go)
-      : forward_(cuda::make_gpu_forward(model, go)), caps_(capabilities_for(go)) {}
+      : forward_(cuda::make_gpu_forward(model, go)) {}
 
   int64_t n_vocab() const override { return forward_->n_vocab(); }
-  forward::Capabilities capabilities() const override { return caps_; }
-
-  /// Each segment in its own pass: rows.size() x n_vocab unshifted logits into host memory.
-  void forward(std::span<const forward::Segment> segments) override {
-    if (segments.empty()) throw Error("forward: no segments");
-    for (size_t i = 0; i < segments.size(); ++i) {
-      const forward::Segment& s = segments[i];
-      if (s.kv != nullptr)
-        throw Error("forward: segment " + std::to_string(i) +
-                    " has a K/V state, which the GPU does not keep");
-      if (s.mask.kind != forward::MaskRule::Kind::kFull)
-        throw Error("forward: segment " + std::to_string(i) + " has the mask rule " +
-                    forward::describe(s.mask) + ", which the GPU does not run");
-    }
-    for (const forward::Segment& s : segments) forward_->forward(s.tokens, s.logit_rows, s.logits);
-  }
+  forward::Capabilities capabilities() const override { return forward_->capabilities(); }
+  /// Throws what GpuForward throws.
+  void forward(std::span<const forward::Segment> segments) override { forward_->forward(segments); }
 
   const char* device() const override { return "gpu"; }
   std::string kernels() const override { return cuda::gpu_gemm_name(forward_->gemm()); }
@@ -84,29 +73,24 @@ class GpuBackend : public Backend {
 
  private:
   std::unique_ptr<cuda::GpuForward> forward_;
-  forward::Capabilities caps_;
 };
 
 }  // namespace
 
-std::string auto_keeps_on_cpu(const model::Model& model, const BackendOptions& o) {
-  if (model.config().is_moe()) return "MoE models run on the CPU only for now";
-  if (o.cache != diffusion::CacheMode::kNone)
-    return std::string("--cache ") + diffusion::cache_mode_name(o.cache) + " runs on the CPU only";
-  std::vector<const gguf::TensorInfo*> mats = {&model.token_embd(), &model.output()};
-  if (model.config().n_rot != model.config().head_dim) return "partial RoPE runs on the CPU only for now";
-  for (const model::LayerWeights& lw : model.layers()) {
-    if (!lw.attn_q_norm.empty()) return "Q/K-norm layers run on the CPU only for now";
-    for (const gguf::TensorInfo* t :
-         {lw.attn_q, lw.attn_k, lw.attn_v, lw.attn_output, lw.ffn_gate, lw.ffn_up, lw.ffn_down})
-      mats.push_back(t);
+GpuSupport unsupported(const model::Model& model, const BackendOptions& o) {
+  GpuSupport s;
+  s.lacks = cuda::lacks_blocks(model.config());
+  if (s.lacks.empty() && o.cache != diffusion::CacheMode::kNone)
+    s.lacks = std::string("--cache ") + diffusion::cache_mode_name(o.cache) + " runs on the CPU only";
+  // Any matrix not Q4_K / Q6_K: one sentence; a hard limit when some matrix has no GPU kernel at all.
+  const std::string weights = cuda::unverified(model);
+  if (!weights.empty()) {
+    if (s.lacks.empty() && !cuda::lacks_matrix_kernel(model).empty())
+      s.lacks = weights;
+    else
+      s.unverified = weights;
   }
-  for (const gguf::TensorInfo* t : mats) {
-    if (t && t->type != gguf::GgmlType::Q4_K && t->type != gguf::GgmlType::Q6_K)
-      return t->name + " is " + gguf::type_name(t->type) +
-             ": the GPU is checked for Q4_K / Q6_K weights only";
-  }
-  return "";
+  return s;
 }
 
 std::vector<std::string> check_support(const forward::Capabilities& caps, const std::string& device,
@@ -138,18 +122,19 @@ std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOp
   }
   const cuda::GpuGemm gemm = cuda::parse_gpu_gemm(o.gpu_gemm);  // usage error before any work
   bool use_gpu = o.device == "gpu";
-  if (use_gpu && model.config().is_moe()) {
-    // cuda::GpuForward refuses these too; saying it here spares a GPU probe and the upload.
-    throw Error(model.config().arch_name +
-                ": MoE models run on the CPU only for now (run with --device cpu)");
-  }
-  const std::string keep = o.device == "auto" ? auto_keeps_on_cpu(model, o) : "";
-  if (!keep.empty()) {
-    if (why_cpu) *why_cpu = keep;
+  std::string note;
+  if (use_gpu) {
+    const GpuSupport gpu = unsupported(model, o);
+    // A request the GPU does not run natively is the usage error check_support words (below); the
+    // model's blocks and weights are refused here, before a GPU probe and the upload.
+    if (!gpu.lacks.empty() && o.cache == diffusion::CacheMode::kNone)
+      throw Error(model.config().arch_name + ": " + gpu.lacks + " (run with --device cpu)");
   } else if (o.device == "auto") {
     const cuda::GpuProbe probe = cuda::probe_gpu();
-    use_gpu = probe.gpu.has_value();
-    if (!use_gpu && why_cpu) *why_cpu = probe.reason;
+    const std::string keep = unsupported(model, o).reason();
+    use_gpu = probe.gpu.has_value() && keep.empty();
+    if (!use_gpu && why_cpu) *why_cpu = keep.empty() ? probe.reason : keep;
+    if (probe.gpu && !keep.empty()) note = "--device auto runs on the CPU although a GPU is there: " + keep;
   }
   std::unique_ptr<Backend> backend;
   std::vector<std::string> warnings;
@@ -169,6 +154,7 @@ std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOp
     backend = std::make_unique<CpuBackend>(model, fo);
   }
   backend->warnings = std::move(warnings);
+  if (!note.empty()) backend->notes.push_back(note);
   return backend;
 }
 

@@ -43,6 +43,9 @@ class Backend : public forward::Forward {
   /// What check_support said about this device and the options it was built for, one message each
   /// (no "warning: " prefix): the caller prints them.
   std::vector<std::string> warnings;
+  /// Notes for the user (no "note: " prefix): why --device auto stayed on the CPU although a GPU is
+  /// there. The caller prints them.
+  std::vector<std::string> notes;
 };
 
 /// Checks what a run asks for beyond plain forward passes against what `device` ("cpu", "gpu") runs
@@ -57,19 +60,27 @@ class Backend : public forward::Forward {
 std::vector<std::string> check_support(const forward::Capabilities& caps, const std::string& device,
                                        const BackendOptions& options);
 
-/// Why `--device auto` keeps `model` run with `options` on the CPU even where a GPU is found, or "" when
-/// the GPU may take it: a MoE or Q/K-norm model (no GPU kernels), --cache prefix|dual (no cached steps
-/// on the GPU), or a weight matrix that is not Q4_K / Q6_K (Q8_0 / Q5_K have no GPU kernel; F32 / F16 /
-/// BF16 ran 5e-4 from the f64 reference on an H200, docs/gpu.md). The reason names the tensor or flag.
-std::string auto_keeps_on_cpu(const model::Model& model, const BackendOptions& options);
+/// What the GPU does not do for `model` run with `options` (the one check behind --device auto and
+/// --device gpu): `lacks` (no kernel for a block, shape or weight type, cuda/support.h; or a request it
+/// does not run natively: --cache prefix|dual) and `unverified` (it runs, but F32 / F16 / BF16 weight
+/// matrices were 2-6e-4 from the f64 reference on an H200, docs/gpu.md). Each names the block, tensor or
+/// flag; both empty: the GPU runs it as checked.
+struct GpuSupport {
+  std::string lacks;
+  std::string unverified;
+  /// Why --device auto stays on the CPU: lacks, else unverified ("" when the GPU may take it).
+  const std::string& reason() const { return lacks.empty() ? unverified : lacks; }
+};
+GpuSupport unsupported(const model::Model& model, const BackendOptions& options);
 
 /// Builds the backend --device asks for. Throws dllm::UsageError for an unknown --device/--gpu-gemm
-/// and what check_support throws (before any GPU work), dllm::Error "no GPU found: <reason> (run with
-/// --device cpu)" for --device gpu without a usable GPU (also in builds without CUDA), and what
-/// CpuForward / GpuForward throw (weight types without a kernel, too little GPU memory), and
-/// dllm::Error "<arch>: MoE models run on the CPU only for now (run with --device cpu)" for --device
-/// gpu on a llada-moe / rnd1 model. `auto` falls back to the CPU when no GPU is found and where
-/// auto_keeps_on_cpu says so; `why_cpu` (when not null) receives the reason.
+/// and what check_support throws (before any GPU work), dllm::Error "<arch>: <what the GPU lacks> (run
+/// with --device cpu)" for --device gpu on a model the GPU cannot run (unsupported().lacks; a model it
+/// runs unverified runs), dllm::Error "no GPU found: <reason> (run with --device cpu)" for --device gpu
+/// without a usable GPU (also in builds without CUDA), and what CpuForward / GpuForward throw (too
+/// little GPU memory). `auto` takes the GPU when one is found and unsupported() says nothing; else the
+/// CPU, with a note naming the reason when a GPU was found. `why_cpu` (when not null) receives the
+/// reason auto chose the CPU.
 std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOptions& options,
                                       std::string* why_cpu = nullptr);
 

@@ -429,6 +429,10 @@ int64_t Engine::n_vocab() const {
   return impl_->n_vocab;
 }
 
+std::vector<std::string> Engine::notes() const {
+  return impl_->backend ? impl_->backend->notes : std::vector<std::string>{};
+}
+
 std::string Engine::describe() const {
   return impl_->backend ? impl_->backend->describe() : "";
 }

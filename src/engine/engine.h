@@ -164,6 +164,8 @@ class Engine {
   int64_t n_vocab() const;
   /// One line naming the device and kernels ("device: cpu (avx2, 2 threads)"); "" over a bare source.
   std::string describe() const;
+  /// The backend's notes (Backend::notes: why --device auto stayed on the CPU although a GPU is there).
+  std::vector<std::string> notes() const;
   const EngineOptions& options() const;
 
   struct Impl;
