@@ -90,23 +90,6 @@ std::string fmt(double v) {
   return buf;
 }
 
-/// The canvas must fit the model's context (n_ctx_train): the prompt alone, then prompt + masks.
-/// Throws dllm::UsageError naming the one thing to change: the prompt when it alone is too long
-/// (lowering --max-tokens cannot help then), else --max-tokens with the largest value that fits.
-void check_canvas_fits(int64_t n_prompt, int64_t max_tokens, int64_t n_ctx) {
-  const std::string ctx = std::to_string(n_ctx);
-  if (n_prompt >= n_ctx) {
-    throw UsageError("the prompt is " + std::to_string(n_prompt) + " tokens and the model's context is " +
-                     ctx + " tokens, which leaves no room for an answer: shorten the prompt");
-  }
-  if (n_prompt + max_tokens > n_ctx) {
-    throw UsageError("the canvas is " + std::to_string(n_prompt + max_tokens) + " tokens (prompt " +
-                     std::to_string(n_prompt) + " + --max-tokens " + std::to_string(max_tokens) +
-                     "), longer than the model's context of " + ctx + " tokens: use --max-tokens " +
-                     std::to_string(n_ctx - n_prompt) + " or less, or shorten the prompt");
-  }
-}
-
 /// Forward passes the schedule runs without early stop, when a schedule can skip steps: LLaDA
 /// (get_num_transfer_tokens gives 0 tokens to some steps when a block has fewer tokens than steps) and
 /// Dream's top-k algorithms (int(masks * (1 - s/t)) is 0 on early steps: with steps = max_tokens,
@@ -117,7 +100,7 @@ std::string effective_steps_note(const diffusion::SamplerParams& p, bool steps_g
   if (p.threshold) return "";
   const std::string requested =
       std::to_string(p.steps) + (steps_given ? " steps (--steps)" : " steps (the default: --max-tokens)");
-  if (p.schedule == diffusion::Schedule::kLlada) {
+  if (p.schedule == diffusion::Schedule::kBlocks) {
     const int64_t nb = p.max_tokens / p.block_length;
     const auto counts = diffusion::llada_transfer_counts(p.block_length, p.steps / nb);
     int64_t run = 0;
@@ -158,7 +141,7 @@ std::string describe_sampler(const diffusion::SamplerParams& p, int64_t canvas_a
   std::string s;
   const std::string threshold =
       p.threshold ? "threshold " + fmt(*p.threshold) + " (steps until every block is full)" : "";
-  if (p.schedule == diffusion::Schedule::kLlada) {
+  if (p.schedule == diffusion::Schedule::kBlocks) {
     s = "llada: " + (p.threshold ? threshold : "steps " + std::to_string(p.steps)) + ", block " +
         std::to_string(p.block_length) + ", remasking " + diffusion::remasking_name(p.remasking) +
         ", temperature " + fmt(p.temperature);
@@ -250,7 +233,8 @@ int run_generate(RunOptions& o) {
   report.prompt_tokens = tokenizer::prompt_tokens(tok, chat);
   report.tokenize_ms = tok_watch.elapsed_ms();
   const int64_t n_prompt = static_cast<int64_t>(report.prompt_tokens.size());
-  if (cfg.n_ctx_train > 0) check_canvas_fits(n_prompt, o.max_tokens, cfg.n_ctx_train);
+  if (cfg.n_ctx_train > 0)
+    engine::check_canvas_fits(n_prompt, o.max_tokens, cfg.n_ctx_train, "the model's context", "--max-tokens");
 
   Stopwatch fwd_watch;
   engine::BackendOptions bo;

@@ -19,10 +19,13 @@
 
 namespace dllm::diffusion {
 
-/// Which reference loop runs.
+/// Which reference loop runs (loop.h), and which row rule it samples with: block-based (ML-GSAI/LLaDA
+/// generate.py `generate`, LLaDA's rows: Gumbel-max, remasking) or timestep-based (Dream
+/// generation_utils.py `_sample`, Dream's rows: categorical, alg). With a threshold either runs
+/// Fast-dLLM's threshold blocks with its row rule.
 enum class Schedule {
-  kLlada,  ///< block-based: ML-GSAI/LLaDA generate.py `generate`
-  kDream,  ///< timestep-based: Dream generation_utils.py `_sample`
+  kBlocks,
+  kTimesteps,
 };
 
 /// LLaDA `remasking`: which k masked positions of the current block a step commits.
@@ -79,7 +82,7 @@ struct ParamNames {
 };
 
 struct SamplerParams {
-  Schedule schedule = Schedule::kLlada;
+  Schedule schedule = Schedule::kBlocks;
   int64_t max_tokens =
       64;              ///< masked positions appended to the prompt (LLaDA gen_length, Dream max_new_tokens)
   int64_t steps = 64;  ///< total denoising steps, >= 1 (not used when threshold is set)

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "engine/backend.h"
+#include "engine/sampler_options.h"
 
 namespace dllm::engine {
 
@@ -100,16 +101,7 @@ struct Engine::Impl {
   std::vector<std::string> check(const JobSpec& spec) const {
     const auto n_prompt = static_cast<int64_t>(spec.prompt.size());
     std::vector<std::string> warnings = diffusion::check_params(spec.params, n_prompt, n_vocab);
-    const std::string cap = std::to_string(opt.max_canvas);
-    if (n_prompt >= opt.max_canvas)
-      throw UsageError("the prompt is " + std::to_string(n_prompt) + " tokens and the longest canvas is " +
-                       cap + " tokens, which leaves no room for an answer: shorten the prompt");
-    if (n_prompt + spec.params.max_tokens > opt.max_canvas)
-      throw UsageError("the canvas is " + std::to_string(n_prompt + spec.params.max_tokens) +
-                       " tokens (prompt " + std::to_string(n_prompt) + " + max_tokens " +
-                       std::to_string(spec.params.max_tokens) + "), longer than the longest canvas of " +
-                       cap + " tokens: use max_tokens " + std::to_string(opt.max_canvas - n_prompt) +
-                       " or less, or shorten the prompt");
+    check_canvas_fits(n_prompt, spec.params.max_tokens, opt.max_canvas, "the longest canvas", "max_tokens");
     for (size_t i = 0; i < spec.prompt.size(); ++i)
       if (spec.prompt[i] < 0 || spec.prompt[i] >= n_vocab)
         throw UsageError("prompt token id " + std::to_string(spec.prompt[i]) + " at position " +

@@ -33,7 +33,7 @@ const std::vector<int32_t> kPrompt = {1, 2, 3};
 
 SamplerParams llada(int64_t max_tokens, int64_t steps, int64_t block) {
   SamplerParams p;
-  p.schedule = Schedule::kLlada;
+  p.schedule = Schedule::kBlocks;
   p.max_tokens = max_tokens;
   p.steps = steps;
   p.block_length = block;
@@ -191,7 +191,7 @@ TEST(Cache, DreamShiftWindowStartsOneEarlier) {
   for (const CacheMode mode : {CacheMode::kPrefix, CacheMode::kDual}) {
     CacheRecorder src(kVocab, position_tokens());
     SamplerParams p;
-    p.schedule = Schedule::kDream;
+    p.schedule = Schedule::kTimesteps;
     p.max_tokens = 8;
     p.steps = 8;
     p.block_length = 4;
@@ -217,7 +217,7 @@ TEST(Cache, DreamShiftWindowStartsOneEarlier) {
 TEST(Cache, DreamTimestepScheduleIsOneBlock) {
   CacheRecorder src(kVocab, position_tokens());
   SamplerParams p;
-  p.schedule = Schedule::kDream;
+  p.schedule = Schedule::kTimesteps;
   p.alg = DreamAlg::kEntropy;
   p.max_tokens = 4;
   p.steps = 4;
@@ -294,6 +294,6 @@ TEST(Cfg, InvalidCombinationsAreUsageErrors) {
   EXPECT_THROW(check_params(p, 3, kVocab), dllm::UsageError);
   p.cache = CacheMode::kNone;
   EXPECT_NO_THROW(check_params(p, 3, kVocab));
-  p.schedule = Schedule::kDream;
+  p.schedule = Schedule::kTimesteps;
   EXPECT_THROW(check_params(p, 3, kVocab), dllm::UsageError);
 }

@@ -53,7 +53,7 @@ class TinyModel {
     p.sampleable = tok_.sampleable_mask(static_cast<int32_t>(n_vocab()));
     p.n_threads = 1;
     if (is_dream()) {
-      p.schedule = diffusion::Schedule::kDream;
+      p.schedule = diffusion::Schedule::kTimesteps;
       p.alg = diffusion::DreamAlg::kEntropy;
       p.block_length = 0;
     } else {
