@@ -1,4 +1,4 @@
-// The SIMD row kernels of cpu/row_kernels.h written once over a vector type V, instantiated by
+// The SIMD row kernels of cpu/kernels/row_kernels.h written once over a vector type V, instantiated by
 // row_kernels_avx2.cpp (V = 8 f32 lanes, ymm) and row_kernels_avx512.cpp (16 lanes, zmm), each
 // compiled with its ISA's flags. Included ONLY by those files; everything is in an anonymous
 // namespace so the two instantiations never meet at link time.
