@@ -105,6 +105,14 @@ def commit():
         return "unknown"
 
 
+def commit_of(bindir: Path):
+    """What `dllm --version` of the build in bindir says (it names the commit it was built from)."""
+    try:
+        return sh([str(bindir / "dllm"), "--version"]).stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return "unknown"
+
+
 def timed(cmd):
     """Runs cmd; returns (returncode, stdout, stderr, wall seconds)."""
     t0 = time.monotonic()
@@ -250,7 +258,7 @@ def summarize(result):
             # CPU seconds per step against the peak of both cores' seconds: independent of other load.
             f["floor_cpu_s_per_step"] = f["floor_ms_per_step"] / 1e3 * result["threads"]
             f["floor_over_slope_cpu"] = f["floor_cpu_s_per_step"] / result["slope"]["cpu_s_per_step"]
-    for key in ("isa_b", "device_b"):  # the second kernel path or device: the same figures from its own runs
+    for key in ("isa_b", "device_b", "bin_b"):  # the B side: the same figures from its own runs
         b = result.get(key)
         if not b:
             continue
@@ -304,6 +312,9 @@ def main():
     ap.add_argument("--device-b", default=None,
                     help="a second --device for dllm (gpu), run interleaved with the CPU in every repeat "
                          "(results under device_b)")
+    ap.add_argument("--bin-b", type=Path, default=None,
+                    help="a second folder with a dllm build (another commit), run interleaved with --bin in every "
+                         "repeat: an A/B of two builds (results under bin_b; not a row of the README table)")
     ap.add_argument("--peak-json", type=Path, default=None,
                     help="a bench/results/qgemm-*.json whose context has peak_zmm_vpdpbusd_gops: adds the floor")
     ap.add_argument("--note", default="", help="free text stored in the results file")
@@ -312,8 +323,8 @@ def main():
                     help="recompute the derived figures of existing results files from their raw runs and exit "
                          "(with --peak-json: also add the floor from that peak file)")
     a = ap.parse_args()
-    if a.isa_b and a.device_b:
-        sys.exit("ERROR: --isa-b and --device-b each take the B side: give one of them")
+    if sum(x is not None for x in (a.isa_b, a.device_b, a.bin_b)) > 1:
+        sys.exit("ERROR: --isa-b, --device-b and --bin-b each take the B side: give one of them")
     if a.summarize:
         for path in a.summarize:
             r = json.loads(path.read_text())
@@ -336,8 +347,12 @@ def main():
     prompt = prompt_with_n_tokens(bindir, a.model, a.prompt_tokens)
     canvas = a.prompt_tokens + a.gen
 
-    def ours_cmd(steps, isa=a.isa, device="cpu"):
-        cmd = [str(bindir / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt,
+    bindir_b = None
+    if a.bin_b:
+        bindir_b = a.bin_b if a.bin_b.is_absolute() else (Path.cwd() / a.bin_b)
+
+    def ours_cmd(steps, isa=a.isa, device="cpu", bins=bindir):
+        cmd = [str(bins / "dllm"), "run", "--model", str(a.model), "--no-chat", "--prompt", prompt,
                "--max-tokens", str(a.gen), "--block-length", str(a.gen), "--steps", str(steps),
                "--threads", str(a.threads), "--no-early-stop", "--json"]
         # The CPU against llama.cpp's CPU: the binary's default device (auto) would take a GPU.
@@ -351,12 +366,14 @@ def main():
     ours_b = {n: [] for n in step_counts}
     for i in range(a.repeats):
         for n in step_counts:
-            variants = [(a.isa, "cpu", ours)] + ([(a.isa_b, "cpu", ours_b)] if a.isa_b else []) + \
-                ([(a.isa, a.device_b, ours_b)] if a.device_b else [])
-            for isa, device, runs in variants:
-                runs[n].append(run_ours(ours_cmd(n, isa, device)))
+            variants = [(a.isa, "cpu", ours, bindir)] + ([(a.isa_b, "cpu", ours_b, bindir)] if a.isa_b else []) + \
+                ([(a.isa, a.device_b, ours_b, bindir)] if a.device_b else []) + \
+                ([(a.isa, "cpu", ours_b, bindir_b)] if bindir_b else [])
+            for isa, device, runs, bins in variants:
+                runs[n].append(run_ours(ours_cmd(n, isa, device, bins)))
                 o = runs[n][-1]
-                print(f"[{i + 1}/{a.repeats}] dllm --device {device} --isa {isa or 'auto'} {n} steps: {o['median_step_ms']:.0f} ms/step "
+                side = " (B build)" if bins is not bindir else ""
+                print(f"[{i + 1}/{a.repeats}] dllm{side} --device {device} --isa {isa or 'auto'} {n} steps: {o['median_step_ms']:.0f} ms/step "
                       f"median, forward {o['median_forward_ms']:.0f} ms, load {o['load_ms']:.0f} ms, cpu {o['cpu_s']} s, "
                       f"load avg {o['loadavg_before']}", file=sys.stderr)
             if llama:
@@ -385,6 +402,10 @@ def main():
     if a.device_b:
         result["device_b"] = {"device": a.device_b, "command": " ".join(ours_cmd(a.steps, a.isa, a.device_b)),
                               "runs": ours_b[a.steps], "runs_long": ours_b[a.steps_long] if a.steps_long else []}
+    if bindir_b:
+        result["bin_b"] = {"bin": str(bindir_b), "commit": commit_of(bindir_b),
+                           "command": " ".join(ours_cmd(a.steps, a.isa, "cpu", bindir_b)),
+                           "runs": ours_b[a.steps], "runs_long": ours_b[a.steps_long] if a.steps_long else []}
     if a.isa_b:
         result["isa_b"] = {"isa": a.isa_b, "command": " ".join(ours_cmd(a.steps, a.isa_b)),
                            "runs": ours_b[a.steps], "runs_long": ours_b[a.steps_long] if a.steps_long else []}

@@ -62,6 +62,7 @@
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/matmul.h"
 #include "cpu/moe.h"
+#include "model/arch.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "quant/quant.h"
@@ -387,7 +388,7 @@ void BM_gemm(benchmark::State& state, Shape s, Isa isa, int64_t n_tokens, int n_
 void BM_moe_block(benchmark::State& state, GgmlType down, Isa isa, int64_t n_rows, int n_threads) {
   using dllm::cpu::MoePass;
   dllm::model::ModelConfig c;
-  c.arch = dllm::model::Arch::kLladaMoe;
+  c.arch = &dllm::model::kLladaMoeArch;
   c.arch_name = "llada-moe";
   c.n_embd = 2048;
   c.n_expert = 64;

@@ -3,7 +3,7 @@
 
 Each run is `dllm run --json --trace FILE` with Dream's sampled setting (`--max-tokens 256
 --temperature 0.2 --top-p 0.95`, alg entropy) and `--no-early-stop`, so every run does the same
-steps. The trace gives, per step, the forward pass's ms (LogitsSource::logits), the sampler's own ms
+steps. The trace gives, per step, the forward pass's ms (forward::Forward::forward), the sampler's own ms
 (everything else in the step: per-row statistics over the 152,064 logits of every masked position,
 selection, commit) and the rows it sampled (the masked positions: masks left after the step plus
 the ones it committed). The results file holds, per (model, binary), the median over all steps of

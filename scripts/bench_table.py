@@ -32,11 +32,11 @@ def isa_of(r):
 
 def e2e_rows():
     """One row per (arch, canvas, threads, ISA): the newest results file of that kind. Files with a GPU
-    side (device_b) go to gpu_table() instead."""
+    side (device_b) go to gpu_table() instead; an A/B of two builds (bin_b) is no row."""
     latest = {}
     for path in sorted(glob.glob(str(ROOT / "bench" / "results" / "e2e-*.json"))):
         r = json.loads(Path(path).read_text())
-        if r.get("device_b"):
+        if r.get("device_b") or r.get("bin_b"):
             continue
         key = (r["arch"], r["canvas"], r["threads"], isa_of(r))
         if key not in latest or r["date"] > latest[key][1]["date"]:

@@ -199,11 +199,13 @@ struct ReferenceForward {
     return y;
   }
 
+  /// RoPE of the first nr = rope.dimension_count (else hd) dims of each head; the rest unchanged.
   void rotate(Vec& v, int64_t n_heads, int64_t hd, int64_t pos) const {
+    const int64_t nr = m.spec.n_rot.value_or(hd);
     for (int64_t h = 0; h < n_heads; ++h) {
-      for (int64_t i = 0; i < hd / 2; ++i) {
-        const int64_t a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + hd / 2 : 2 * i + 1);
-        const double theta = pos * std::pow(double(m.spec.rope_base), -2.0 * i / hd);
+      for (int64_t i = 0; i < nr / 2; ++i) {
+        const int64_t a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + nr / 2 : 2 * i + 1);
+        const double theta = pos * std::pow(double(m.spec.rope_base), -2.0 * i / nr);
         const double x0 = v[a], x1 = v[b];
         v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
         v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);

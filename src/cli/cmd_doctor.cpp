@@ -99,32 +99,49 @@ ModelAtHand locate(const std::string& spec, const hub::HubOptions& opts) {
   return m;
 }
 
-// What `dllm serve` holds idle, measured (VmRSS from /proc/PID/status, docs/serving.md "Memory at the
-// defaults") at several sizes of the engine's buffers, rows = max(2, --parallel) x the context:
-//   synthetic LLaDA-8B Q4_K_M (4,922,993,216 bytes, embedding 4096): 16384, 8192, 4096, 1024 rows ->
-//     9.84, 7.76, 6.71, 5.93 GB: 254,464 bytes a row (62.1 per embedding unit), 5.67 GB at 0 rows;
-//   tiny Dream Q4_K_M (61.7 MB, embedding 256): 16384, 8192, 1024 rows -> 0.567, 0.444, 0.334 GB:
-//     15,360 bytes a row (60.0 per unit), 0.318 GB at 0 rows.
-// So: a process of about 0.25 GB (code, libraries, thread stacks), the weights as loaded at 1.10x the
-// file (repacked for the int8 kernels), and about 61 bytes per row per unit of the embedding width;
-// this predicts both models' defaults within 1%. An estimate for other shapes, not a promise.
-constexpr double kProcessBytes = 0.25e9;
-constexpr double kLoadedPerFileByte = 1.10;
+/// What doctor reads of a model's shape for its memory estimates.
+struct ModelShape {
+  int64_t embd = 0, n_ctx = 0, n_vocab = 0;
+};
+
+// What a process holds once a model is loaded, measured (VmRSS from /proc/PID/status of an idle
+// `dllm serve`; docs/serving.md "Memory at the defaults"), less the binary's own VmRSS before any model
+// (about 0.17 GB here: code and libraries, the CUDA build maps cuBLAS), against the file's size and
+// its vocabulary: synthetic LLaDA-8B Q4_K_M (4,922,993,216 bytes, 126,464 tokens) 5,502 MB; tiny
+// Dream (61.7 MB, 152,064) 152 MB; tiny LLaDA, LLaDA-MoE, RND1 (21.6, 24.3, 16.8 MB, 50,262) 56, 60,
+// 52 MB. A least-squares fit: 1.103 bytes per file byte (the matrices repacked for the int8 kernels,
+// the embedding read from the file) and 574 bytes per vocabulary entry (the tokenizer's tables), every
+// model within 5 MB. The process part is this binary's own VmRSS, read at run time, because it varies
+// with the build and the machine's loader. An estimate for other shapes, not a promise.
+constexpr double kLoadedPerFileByte = 1.103;
+constexpr double kLoadedPerVocabEntry = 574.0;
+// While canvases run, `serve`'s activation buffers grow with the largest step up to max(2, --parallel)
+// x context rows: about 61 bytes per row per unit of the embedding width (LLaDA-8B at 16384, 8192,
+// 4096, 1024 rows: 254,464 bytes a row).
 constexpr double kRowBytesPerEmbd = 61.0;
 
-/// Bytes a process holds once the model is loaded (the process and the weights as the kernels read them).
-uint64_t loaded_bytes(uint64_t file_bytes) {
-  return static_cast<uint64_t>(kProcessBytes + static_cast<double>(file_bytes) * kLoadedPerFileByte);
+/// This process's resident bytes now (VmRSS): the binary and its libraries before a model is loaded.
+uint64_t process_bytes() {
+  const std::string kb = proc_value("/proc/self/status", "VmRSS");
+  return kb.empty() ? static_cast<uint64_t>(0.2e9) : std::stoull(kb) * 1024;
 }
 
-std::string memory_line(const ModelAtHand& m) {
+/// Bytes a process holds once the model is loaded (the process and the weights as the kernels read
+/// them); `n_vocab` 0 when unknown (then LLaDA-8B's 126,464).
+uint64_t loaded_bytes(uint64_t file_bytes, int64_t n_vocab) {
+  const auto vocab = static_cast<double>(n_vocab > 0 ? n_vocab : 126464);
+  return process_bytes() + static_cast<uint64_t>(static_cast<double>(file_bytes) * kLoadedPerFileByte +
+                                                 vocab * kLoadedPerVocabEntry);
+}
+
+std::string memory_line(const ModelAtHand& m, int64_t n_vocab) {
   const std::string avail_kb = proc_value("/proc/meminfo", "MemAvailable");
   if (avail_kb.empty()) return "memory: unknown (no MemAvailable in /proc/meminfo)";
   const uint64_t avail = std::stoull(avail_kb) * 1024;
   if (m.bytes == 0) {
     return "memory: " + gb(avail) + " available (the size of " + m.label + " is known once it is downloaded)";
   }
-  const uint64_t need = loaded_bytes(m.bytes);
+  const uint64_t need = loaded_bytes(m.bytes, n_vocab);
   if (avail < need) {
     return "memory: " + gb(avail) + " available, " + m.label + " needs about " + gb(need) +
            " loaded (its file is " + gb(m.bytes) +
@@ -135,37 +152,41 @@ std::string memory_line(const ModelAtHand& m) {
 }
 
 /// What `dllm serve` holds at its defaults (--parallel 4, -c 4096, clamped to the model's context):
-/// the weights as loaded and max(2, parallel) x context rows of activation buffers. `embd` and
-/// `n_ctx` are the model's (0: unknown, then LLaDA-8B's 4096 and 4096).
-std::string serve_memory_line(const ModelAtHand& m, int64_t embd, int64_t n_ctx) {
+/// idle, the process and the weights as loaded; while canvases run, up to max(2, parallel) x context
+/// rows of activation buffers more. The shape is the model's (0: unknown, then LLaDA-8B's).
+std::string serve_memory_line(const ModelAtHand& m, const ModelShape& shape) {
   if (m.bytes == 0) return "";
   constexpr int64_t kParallel = 4, kCtx = 4096;  // cmd_serve.cpp's defaults
-  if (embd <= 0) embd = 4096;
-  const int64_t ctx = n_ctx > 0 ? std::min(n_ctx, kCtx) : kCtx;
+  const int64_t embd = shape.embd > 0 ? shape.embd : 4096;
+  const int64_t ctx = shape.n_ctx > 0 ? std::min(shape.n_ctx, kCtx) : kCtx;
   const auto rows = static_cast<double>(std::max<int64_t>(2, kParallel) * ctx);
   const auto buffers = static_cast<uint64_t>(rows * kRowBytesPerEmbd * static_cast<double>(embd));
-  const uint64_t weights = loaded_bytes(m.bytes);
+  const uint64_t idle = loaded_bytes(m.bytes, shape.n_vocab);
   std::string s = "serve: at its defaults (--parallel 4, -c " + std::to_string(ctx) + ") " + m.label +
-                  " needs about " + gb(weights + buffers) + ": " + gb(weights) +
-                  " for the process and its weights and " + gb(buffers) + " of buffers for 4 canvases of " +
-                  std::to_string(ctx) + " positions (they scale with --parallel x -c)";
+                  " needs about " + gb(idle) + " idle (the process and its weights) and up to " +
+                  gb(buffers) + " more while 4 canvases of " + std::to_string(ctx) +
+                  " positions run (activation buffers, grown by the largest step; they scale with "
+                  "--parallel x -c)";
   const std::string avail_kb = proc_value("/proc/meminfo", "MemAvailable");
-  if (!avail_kb.empty() && std::stoull(avail_kb) * 1024 < weights + buffers)
-    s += ": TOO LITTLE here (try serve -c 1024 or --parallel 1)";
+  if (!avail_kb.empty() && std::stoull(avail_kb) * 1024 < idle + buffers)
+    s += ": TOO LITTLE here for both (try serve -c 1024 or --parallel 1)";
   return s;
 }
 
-/// The embedding width and context of the GGUF at `path` (0, 0 when it cannot be read).
-std::pair<int64_t, int64_t> model_shape(const std::string& path) {
-  if (path.empty()) return {0, 0};
+/// The embedding width, context and vocabulary size of the GGUF at `path` (zeros when it cannot be
+/// read).
+ModelShape model_shape(const std::string& path) {
+  if (path.empty()) return {};
   try {
     const gguf::GgufFile f = gguf::GgufFile::open(path);
     const std::string arch = f.get_string("general.architecture");
     const auto embd = f.find_u64(arch + ".embedding_length");
     const auto ctx = f.find_u64(arch + ".context_length");
-    return {embd ? static_cast<int64_t>(*embd) : 0, ctx ? static_cast<int64_t>(*ctx) : 0};
+    const gguf::Value* tokens = f.find("tokenizer.ggml.tokens");
+    return {embd ? static_cast<int64_t>(*embd) : 0, ctx ? static_cast<int64_t>(*ctx) : 0,
+            tokens ? static_cast<int64_t>(tokens->items.size()) : 0};
   } catch (const std::exception&) {
-    return {0, 0};
+    return {};
   }
 }
 
@@ -221,10 +242,9 @@ int print_doctor_report(const std::string& model) {
     target.label = kDefaultModelName;
     if (target.bytes == 0) target.bytes = kDefaultModelBytes;
   }
-  std::cout << memory_line(target) << "\n";
-  const auto [embd, n_ctx] = model_shape(target.path);
-  if (const std::string line = serve_memory_line(target, embd, n_ctx); !line.empty())
-    std::cout << line << "\n";
+  const ModelShape shape = model_shape(target.path);
+  std::cout << memory_line(target, shape.n_vocab) << "\n";
+  if (const std::string line = serve_memory_line(target, shape); !line.empty()) std::cout << line << "\n";
   std::cout << gpu_line(cuda_built()) << "\n";
 
   const std::vector<hub::ResolvedModel> cached = hub::list_cache(opts);

@@ -87,12 +87,17 @@ int run_logits(const LogitsOptions& o) {
   bo.isa = o.compute.isa;
   bo.max_tokens = n;
   const std::unique_ptr<engine::Backend> backend = engine::make_backend(*m.model, bo);
+  for (const std::string& n : backend->notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   const double load_ms = load_watch.elapsed_ms();
 
   const int64_t n_vocab = backend->n_vocab();
   std::vector<float> logits(rows.size() * static_cast<size_t>(n_vocab));
   Stopwatch fwd_watch;
-  backend->logits(tokens, rows, logits.data());
+  forward::Segment seg;
+  seg.tokens = tokens;
+  seg.logit_rows = rows;
+  seg.logits = logits.data();
+  backend->forward({&seg, 1});
   const double forward_ms = fwd_watch.elapsed_ms();
 
   out.write(logits.data(), logits.size() * sizeof(float));

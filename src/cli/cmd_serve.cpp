@@ -198,6 +198,7 @@ int run_serve(ServeFlags& f, const CLI::App& sub) {
       if (stopping) engine->shutdown();
     }
     http.set_ready(ctx);
+    for (const std::string& n : engine->notes()) std::fprintf(stderr, "note: %s\n", n.c_str());
     std::fprintf(stderr, "dllm serve: ready: %s (%s), %s, %d parallel, queue %d, context %lld\n",
                  ho.model_id.c_str(), cfg.arch_name.c_str(), engine->describe().c_str(), f.parallel, f.queue,
                  static_cast<long long>(eo.max_canvas));

@@ -10,7 +10,9 @@
 #include "cli/prompt.h"
 #include "cli/run_options.h"
 #include "cli/util.h"
+#include "engine/prompt_rule.h"
 #include "gguf/gguf.h"
+#include "model/arch.h"
 #include "tokenizer/tokenizer.h"
 
 namespace dllm::cli {
@@ -28,7 +30,8 @@ Command add_tokenize_command(CLI::App& root) {
             tokenizer::ChatOptions chat = chat_options(*o);  // usage errors before any model I/O
             const std::string path = resolve_model_or_default(o->model.model, offline_requested(o->model));
             const gguf::GgufFile file = gguf::GgufFile::open(path);
-            if (const std::string note = apply_model_defaults(chat, file); !note.empty())
+            if (const std::string note = engine::apply_prompt_rule(chat, model::architecture_of(file));
+                !note.empty())
               std::cerr << "note: " << note << "\n";
             const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(file);
             const std::string system_note = ignored_system_warning(tok, *o);

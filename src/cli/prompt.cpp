@@ -77,13 +77,6 @@ tokenizer::ChatOptions chat_options(const RunOptions& o) {
   return c;
 }
 
-std::string apply_model_defaults(tokenizer::ChatOptions& c, const gguf::GgufFile& file) {
-  if (c.no_chat || file.find_string("general.architecture").value_or("") != "rnd1") return "";
-  c.no_chat = true;
-  return "rnd1 is a base model (RND1-Base, not tuned for chat): the prompt is fed as raw text, as with "
-         "--no-chat";
-}
-
 std::vector<int32_t> prompt_ids(const tokenizer::Tokenizer& tok, const RunOptions& o) {
   return tokenizer::prompt_tokens(tok, chat_options(o));
 }

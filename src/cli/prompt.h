@@ -34,12 +34,6 @@ void note_prompt_flags(CLI::App& sub, RunOptions& o);
 /// template (the prompt is fed as raw text either way). Empty when --system is used or not given.
 std::string ignored_system_warning(const tokenizer::Tokenizer& tok, const RunOptions& o);
 
-/// The model's own prompt defaults, applied to `c` after chat_options(): an rnd1 file (RND1-Base, a base
-/// model: its own harness feeds plain text, radicalnumerics RND1 demo_rnd_generation.py) gets --no-chat
-/// behaviour. Returns the note that says so ("" when nothing changed). `run` and `tokenize` both call
-/// it, so they keep feeding the same ids.
-std::string apply_model_defaults(tokenizer::ChatOptions& c, const gguf::GgufFile& file);
-
 /// tokenizer::prompt_tokens(tok, chat_options(o)).
 std::vector<int32_t> prompt_ids(const tokenizer::Tokenizer& tok, const RunOptions& o);
 

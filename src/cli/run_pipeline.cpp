@@ -1,13 +1,9 @@
 // The pipeline of `dllm run`: resolve the model, load it, build the prompt ids, run the architecture's
 // denoising loop over the forward pass (CPU or GPU, --device), print the answer (streamed as it becomes
-// final) or JSON. Defaults per architecture (README "Defaults"): LLaDA follows generate.py's chat settings
-// (block 32, steps = max tokens, low_confidence, temperature 0); Dream follows its model card's alg
-// (entropy) with temperature 0, eps 1e-3. LLaDA-MoE runs the LLaDA loop (llama.cpp PR #16003 runs it with
-// --diffusion-block-length 32 --diffusion-algorithm 4); RND1 runs the Dream loop: RND1's own sampler
-// (radicalnumerics RND1 rnd/sampling.py) shifts the logits and commits the lowest-entropy positions on a
-// timestep schedule, which is Dream's entropy algorithm, and llama.cpp's examples/diffusion/README.md runs
-// RND1 with --diffusion-eps 0.001 --diffusion-algorithm 1 (entropy); the file has no
-// diffusion.shift_logits, so the logits are shifted.
+// final) or JSON. Which loop an architecture runs, and with which defaults, its description says
+// (src/model/<arch>.cpp; README "Defaults"): LLaDA and LLaDA-MoE generate.py's blocks (block 32, steps =
+// max tokens, low_confidence, temperature 0), Dream and RND1 Dream's timesteps (alg entropy,
+// temperature 0, eps 1e-3).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +26,7 @@
 #include "diffusion/trace.h"
 #include "engine/prompt_notes.h"
 #include "engine/backend.h"
+#include "engine/prompt_rule.h"
 #include "engine/sampler_options.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
@@ -94,23 +91,6 @@ std::string fmt(double v) {
   return buf;
 }
 
-/// The canvas must fit the model's context (n_ctx_train): the prompt alone, then prompt + masks.
-/// Throws dllm::UsageError naming the one thing to change: the prompt when it alone is too long
-/// (lowering --max-tokens cannot help then), else --max-tokens with the largest value that fits.
-void check_canvas_fits(int64_t n_prompt, int64_t max_tokens, int64_t n_ctx) {
-  const std::string ctx = std::to_string(n_ctx);
-  if (n_prompt >= n_ctx) {
-    throw UsageError("the prompt is " + std::to_string(n_prompt) + " tokens and the model's context is " +
-                     ctx + " tokens, which leaves no room for an answer: shorten the prompt");
-  }
-  if (n_prompt + max_tokens > n_ctx) {
-    throw UsageError("the canvas is " + std::to_string(n_prompt + max_tokens) + " tokens (prompt " +
-                     std::to_string(n_prompt) + " + --max-tokens " + std::to_string(max_tokens) +
-                     "), longer than the model's context of " + ctx + " tokens: use --max-tokens " +
-                     std::to_string(n_ctx - n_prompt) + " or less, or shorten the prompt");
-  }
-}
-
 /// Forward passes the schedule runs without early stop, when a schedule can skip steps: LLaDA
 /// (get_num_transfer_tokens gives 0 tokens to some steps when a block has fewer tokens than steps) and
 /// Dream's top-k algorithms (int(masks * (1 - s/t)) is 0 on early steps: with steps = max_tokens,
@@ -121,7 +101,7 @@ std::string effective_steps_note(const diffusion::SamplerParams& p, bool steps_g
   if (p.threshold) return "";
   const std::string requested =
       std::to_string(p.steps) + (steps_given ? " steps (--steps)" : " steps (the default: --max-tokens)");
-  if (p.schedule == diffusion::Schedule::kLlada) {
+  if (p.schedule == diffusion::Schedule::kBlocks) {
     const int64_t nb = p.max_tokens / p.block_length;
     const auto counts = diffusion::llada_transfer_counts(p.block_length, p.steps / nb);
     int64_t run = 0;
@@ -162,7 +142,7 @@ std::string describe_sampler(const diffusion::SamplerParams& p, int64_t canvas_a
   std::string s;
   const std::string threshold =
       p.threshold ? "threshold " + fmt(*p.threshold) + " (steps until every block is full)" : "";
-  if (p.schedule == diffusion::Schedule::kLlada) {
+  if (p.schedule == diffusion::Schedule::kBlocks) {
     s = "llada: " + (p.threshold ? threshold : "steps " + std::to_string(p.steps)) + ", block " +
         std::to_string(p.block_length) + ", remasking " + diffusion::remasking_name(p.remasking) +
         ", temperature " + fmt(p.temperature);
@@ -248,13 +228,14 @@ int run_generate(RunOptions& o) {
   for (const std::string& w : check_vocab_keys(*m.file, tok, cfg.arch_name)) warn(report, w);
   if (const std::string w = ignored_system_warning(tok, o); !w.empty()) warn(report, w);
 
-  if (const std::string note = apply_model_defaults(chat, *m.file); !note.empty())
+  if (const std::string note = engine::apply_prompt_rule(chat, cfg.arch); !note.empty())
     std::fprintf(stderr, "note: %s\n", note.c_str());
   Stopwatch tok_watch;
   report.prompt_tokens = tokenizer::prompt_tokens(tok, chat);
   report.tokenize_ms = tok_watch.elapsed_ms();
   const int64_t n_prompt = static_cast<int64_t>(report.prompt_tokens.size());
-  if (cfg.n_ctx_train > 0) check_canvas_fits(n_prompt, o.max_tokens, cfg.n_ctx_train);
+  if (cfg.n_ctx_train > 0)
+    engine::check_canvas_fits(n_prompt, o.max_tokens, cfg.n_ctx_train, "the model's context", "--max-tokens");
 
   Stopwatch fwd_watch;
   engine::BackendOptions bo;
@@ -273,10 +254,11 @@ int run_generate(RunOptions& o) {
   report.threads = backend->threads();
   // The device line is a status line whenever a GPU runs (stdout keeps only the answer).
   if (o.verbose || report.device == "gpu") std::fprintf(stderr, "%s\n", backend->describe().c_str());
+  for (const std::string& n : backend->notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   if (o.verbose && !why_cpu.empty())
     std::fprintf(stderr, "(--device auto chose the CPU: %s)\n", why_cpu.c_str());
 
-  diffusion::LogitsSource& source = *backend;
+  forward::Forward& source = *backend;
   diffusion::SamplerParams params = sampler_params(o, cfg, tok, backend->n_vocab(), report);
   report.sampler = describe_sampler(params, o.max_tokens);
   for (const std::string& w : diffusion::check_params(params, n_prompt, backend->n_vocab())) warn(report, w);

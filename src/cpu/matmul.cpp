@@ -1,5 +1,5 @@
 // make_matrix: picks the kernel for a weight type and ISA. Q4_K, Q5_K, Q6_K and Q8_0 weights are
-// repacked into the interleaved 16-row layouts of cpu/qgemm.h and cpu/kernels/qgemm_bytes.h and
+// repacked into the interleaved 16-row layouts of cpu/kernels/qgemm.h and cpu/kernels/qgemm_bytes.h and
 // multiplied by the kernel of the chosen ISA (scalar, AVX2, AVX-VNNI, AVX-512 VNNI, AMX); every other type
 // uses the portable reference matrices (matmul_ref.cpp).
 #include "cpu/matmul.h"

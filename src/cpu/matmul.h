@@ -69,7 +69,7 @@ class Matrix {
 };
 
 /// Prepares `tensor` (bytes at `data`) for `isa`. Types with matrix kernels: Q4_K, Q5_K, Q6_K, Q8_0
-/// (repacked, the kernels of cpu/qgemm.h and cpu/kernels/qgemm_bytes.h), F32, F16, BF16; throws
+/// (repacked, the kernels of cpu/kernels/qgemm.h and cpu/kernels/qgemm_bytes.h), F32, F16, BF16; throws
 /// dllm::Error "tensor <name> is <type>: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16,
 /// BF16" for any other type, and "tensor <name>: row length <n> is not a multiple of <256 or 32>, as
 /// <type> requires" when a row is not whole blocks. A matrix either keeps pointing into `data` (the

@@ -235,61 +235,38 @@ void MoeFfn::Grouped::copy_row(const Grouped& from, int64_t src, int64_t dst) {
   copy(q80u, from.q80u, width);
 }
 
+std::string moe_unimplemented(const model::ModelConfig& c) {
+  if (c.expert_gating != model::ExpertGating::kSoftmax) return "sigmoid gating";
+  if (c.expert_selection_bias) return "a selection bias (exp_probs_b)";
+  if (c.n_expert_groups > 1) return "group-limited routing";
+  if (c.n_expert_shared > 0) return "shared experts";
+  if (c.expert_weights_scale != 1.0f) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "expert_weights_scale %g", static_cast<double>(c.expert_weights_scale));
+    return buf;
+  }
+  return "";
+}
+
 MoeFfn::MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layers, int64_t max_rows, Isa isa,
                int n_threads)
-    : c_(c), max_rows_(max_rows), n_threads_(std::max(1, n_threads)), rk_(&row_kernels(isa)) {
+    : c_(c), n_threads_(std::max(1, n_threads)), rk_(&row_kernels(isa)) {
   if (!c.is_moe()) throw Error("MoeFfn: the model has no experts");
+  if (const std::string what = moe_unimplemented(c); !what.empty())
+    throw Error(c.arch_name + ": the CPU's routed FFN does not implement " + what + " yet");
   // Which forms of the two grouped inputs the experts read (Activations in cpu/matmul.h).
-  struct Needs {
-    bool q8k = false, q8u = false, q80 = false, q80u = false, f32 = false;
-    void add(const Matrix& m) {
-      q8k |= m.wants_q8k();
-      q8u |= m.wants_q8u();
-      q80 |= m.wants_q8_0();
-      q80u |= m.wants_q8_0u();
-      f32 |= !m.wants_q8k() && !m.wants_q8_0();
-    }
-  } in_needs, act_needs;
   for (const MoeExperts& l : layers) {
     for (const auto* mats : {&l.gate, &l.up})
-      for (const auto& m : *mats) in_needs.add(*m);
-    for (const auto& m : l.down) act_needs.add(*m);
+      for (const auto& m : *mats) in_needs_.add_reader(*m);
+    for (const auto& m : l.down) act_needs_.add_reader(*m);
   }
-  const auto rows = static_cast<size_t>(max_rows * c.n_expert_used);
-  const int64_t d = c.n_embd, f = c.n_ff_exp;
-  auto size = [&](Grouped& g, int64_t width, const Needs& n, bool f32, size_t n_rows) {
-    g.width = width;
-    if (n.q8k) {
-      // A K-quant matrix's n_in is a multiple of 256, a Q8_0 one's of 32 (make_matrix checks it).
-      g.q8k.resize(n_rows * static_cast<size_t>(width / quant::kQK_K));
-      g.bs32.resize(g.q8k.size() * 8);
-      if (n.q8u) g.q8u.resize(n_rows * static_cast<size_t>(width));
-    }
-    if (n.q80) {
-      g.q80.resize(n_rows * static_cast<size_t>(width / quant::kQK8_0));
-      if (n.q80u) g.q80u.resize(n_rows * static_cast<size_t>(width));
-    }
-    if (f32) g.f32.resize(n_rows * static_cast<size_t>(width));
-  };
-  size(in_, d, in_needs, in_needs.f32, rows);
-  // The n input rows' quantized forms, made once per row and copied into the grouped rows (rounding
-  // every grouped row instead would be k times the work).
-  size(rows_, d, in_needs, false, static_cast<size_t>(max_rows));
-  size(act_, f, act_needs, false, rows);  // its f32 rows are gate_
-  gate_.resize(rows * static_cast<size_t>(f));
-  up_.resize(rows * static_cast<size_t>(f));
-  down_.resize(rows * static_cast<size_t>(d));
   routing_.n_expert = c.n_expert;
   routing_.k = c.n_expert_used;
-  routing_.expert.resize(rows);
-  routing_.weight.resize(rows);
-  routing_.probs.resize(static_cast<size_t>(max_rows * c.n_expert));
-  // Grouping and work-item storage at its largest, so forward() never allocates.
   groups_.begin.reserve(static_cast<size_t>(c.n_expert + 1));
   groups_.cursor.reserve(static_cast<size_t>(c.n_expert));
-  groups_.src_row.reserve(rows);
-  groups_.grouped.reserve(rows);
   order_.resize(static_cast<size_t>(c.n_expert));
+  size_for(max_rows);
+  // Work-item storage at its largest, so forward() never allocates for it.
   size_t max_items = 0;
   for (const MoeExperts& l : layers) {
     size_t gu = 0, dn = 0;
@@ -304,6 +281,48 @@ MoeFfn::MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layer
     max_items = std::max({max_items, gu, dn});
   }
   items_.reserve(max_items);
+}
+
+void MoeFfn::Needs::add_reader(const Matrix& m) {
+  q8k |= m.wants_q8k();
+  q8u |= m.wants_q8u();
+  q80 |= m.wants_q8_0();
+  q80u |= m.wants_q8_0u();
+  f32 |= !m.wants_q8k() && !m.wants_q8_0();
+}
+
+void MoeFfn::size_for(int64_t max_rows) {
+  if (max_rows <= max_rows_) return;
+  max_rows_ = max_rows;
+  const auto rows = static_cast<size_t>(max_rows * c_.n_expert_used);
+  const int64_t d = c_.n_embd, f = c_.n_ff_exp;
+  auto size = [&](Grouped& g, int64_t width, const Needs& n, bool f32, size_t n_rows) {
+    g.width = width;
+    if (n.q8k) {
+      // A K-quant matrix's n_in is a multiple of 256, a Q8_0 one's of 32 (make_matrix checks it).
+      g.q8k.resize(n_rows * static_cast<size_t>(width / quant::kQK_K));
+      g.bs32.resize(g.q8k.size() * 8);
+      if (n.q8u) g.q8u.resize(n_rows * static_cast<size_t>(width));
+    }
+    if (n.q80) {
+      g.q80.resize(n_rows * static_cast<size_t>(width / quant::kQK8_0));
+      if (n.q80u) g.q80u.resize(n_rows * static_cast<size_t>(width));
+    }
+    if (f32) g.f32.resize(n_rows * static_cast<size_t>(width));
+  };
+  size(in_, d, in_needs_, in_needs_.f32, rows);
+  // The n input rows' quantized forms, made once per row and copied into the grouped rows (rounding
+  // every grouped row instead would be k times the work).
+  size(rows_, d, in_needs_, false, static_cast<size_t>(max_rows));
+  size(act_, f, act_needs_, false, rows);  // its f32 rows are gate_
+  gate_.resize(rows * static_cast<size_t>(f));
+  up_.resize(rows * static_cast<size_t>(f));
+  down_.resize(rows * static_cast<size_t>(d));
+  routing_.expert.resize(rows);
+  routing_.weight.resize(rows);
+  routing_.probs.resize(static_cast<size_t>(max_rows * c_.n_expert));
+  groups_.src_row.reserve(rows);
+  groups_.grouped.reserve(rows);
 }
 
 void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const float* x, int64_t n,

@@ -1,6 +1,8 @@
-// The mixture-of-experts FFN block of LLaDA-MoE and RND1 on the CPU. It computes what llama.cpp's
-// build_moe_ffn (src/llama-graph.cpp) builds for src/models/llada-moe.cpp and rnd1.cpp (SiLU gate,
-// softmax gating, no shared expert, no expert bias), for each row h of the normalized FFN input:
+// The mixture-of-experts FFN block on the CPU, for the routing the model's config describes
+// (model/config.h: gating, selection bias, groups, shared experts, normalisation, scale). It computes
+// what llama.cpp's build_moe_ffn (src/llama-graph.cpp) builds with SiLU experts and softmax gating
+// without bias, groups or shared experts (src/models/llada-moe.cpp, rnd1.cpp), for each row h of the
+// normalized FFN input (moe_unimplemented names any other routing, which MoeFfn refuses):
 //   p    = softmax(W_r h)                 router W_r: E rows x d (ffn_gate_inp, F32)
 //   S    = the k experts of largest p, in descending order (equal p: the lower expert index first)
 //   w_e  = p_e (LLaDA-MoE), or p_e / max(sum_{e' in S} p_e', 2^-14) (RND1: norm_w)
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cpu/kernels/row_kernels.h"
@@ -97,11 +100,16 @@ struct MoeTimes {
   int64_t expert_rows[kBuckets] = {};   ///< routed rows those pairs took
 };
 
-/// The block above with its scratch, sized once for up to max_rows rows (no allocation in forward()).
-/// Not reentrant: one forward() at a time per object.
+/// What of `c`'s routing the block above does not compute ("sigmoid gating", "a selection bias
+/// (exp_probs_b)", "group-limited routing", "shared experts", "expert_weights_scale 2.5"), or "".
+std::string moe_unimplemented(const model::ModelConfig& c);
+
+/// The block above with its scratch, sized for up to max_rows rows (size_for() grows it; forward()
+/// does not allocate). Not reentrant: one forward() at a time per object.
 class MoeFfn {
  public:
-  /// `layers`: every layer's experts (they decide which activation formats the scratch holds).
+  /// `layers`: every layer's experts (they decide which activation formats the scratch holds). Throws
+  /// dllm::Error "<arch>: the CPU's routed FFN does not implement <what> yet" (moe_unimplemented).
   MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layers, int64_t max_rows, Isa isa,
          int n_threads);
 
@@ -110,6 +118,9 @@ class MoeFfn {
   /// through routing() until the next call.
   void forward(const model::LayerWeights& lw, const MoeExperts& ex, const float* x, int64_t n, float* out,
                int64_t ldo);
+
+  /// Scratch for up to max_rows rows (grown, never shrunk).
+  void size_for(int64_t max_rows);
 
   const MoeRouting& routing() const { return routing_; }
   const MoeGroups& groups() const { return groups_; }
@@ -153,7 +164,14 @@ class MoeFfn {
     int64_t r0, r1;
   };
 
+  /// Which forms of a grouped input its matrices read (Activations in cpu/matmul.h).
+  struct Needs {
+    bool q8k = false, q8u = false, q80 = false, q80u = false, f32 = false;
+    void add_reader(const Matrix& m);  ///< m reads the input: its forms are needed
+  };
+
   model::ModelConfig c_;
+  Needs in_needs_, act_needs_;
   int64_t max_rows_ = 0;
   int n_threads_ = 1;
   const RowKernels* rk_ = nullptr;

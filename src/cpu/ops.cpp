@@ -16,8 +16,8 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
 }
 
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
-          model::RopeMode mode) {
-  const int64_t half = head_dim / 2;
+          model::RopeMode mode, int64_t n_rot) {
+  const int64_t half = (n_rot > 0 ? n_rot : head_dim) / 2;
   // One loop per mode with constant strides, so the compiler vectorizes each (the same arithmetic
   // per pair either way: x0 cos - x1 sin, x0 sin + x1 cos).
   if (mode == model::RopeMode::kNorm) {
@@ -32,7 +32,7 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const f
     }
     return;
   }
-  // Pair i = elements (i, i + half) (GGML_ROPE_TYPE_NEOX, Qwen2 / Dream).
+  // Pair i = elements (i, i + n_rot/2) (GGML_ROPE_TYPE_NEOX, Qwen2 / Dream).
   for (int64_t h = 0; h < n_heads; ++h) {
     float* a = x + h * head_dim;
     float* b = a + half;

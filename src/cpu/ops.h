@@ -14,12 +14,14 @@ namespace dllm::cpu {
 /// the mean accumulated in double. x, w, y have n values; y may alias x.
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps);
 
-/// Rotates n_heads consecutive heads of head_dim values (one token's Q or K row) in place with the
-/// angles of one position (cos/sin: head_dim/2 values, e.g. model::RopeTable::cos(pos)). Pair i of a head is
-/// (2i, 2i+1) for RopeMode::kNorm (ggml "normal", LLaDA) and (i, i + head_dim/2) for kNeox (Dream);
-/// both rotate (a, b) -> (a cos - b sin, a sin + b cos) with angle index i.
+/// Rotates the first n_rot values of each of n_heads consecutive heads of head_dim values (one
+/// token's Q or K row) in place with the angles of one position (cos/sin: n_rot/2 values, e.g.
+/// model::RopeTable::cos(pos)); the values from n_rot on stay as they are (partial RoPE, llama.cpp's
+/// n_rot < head_dim). Pair i of a head is (2i, 2i+1) for RopeMode::kNorm (ggml "normal", LLaDA) and
+/// (i, i + n_rot/2) for kNeox (Dream); both rotate (a, b) -> (a cos - b sin, a sin + b cos) with
+/// angle index i. n_rot 0: head_dim.
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin,
-          model::RopeMode mode);
+          model::RopeMode mode, int64_t n_rot = 0);
 
 /// One row of bidirectional attention: out = softmax(scale * q . k_j over j < n_kv) weighted sum of v_j.
 /// q, out: head_dim values; k_j = k + j * k_stride, v_j = v + j * v_stride (head_dim values each);

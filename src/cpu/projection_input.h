@@ -31,6 +31,12 @@ class ProjectionInput {
   float* row(int64_t r) { return f32_.data() + r * n_in_; }
   const float* row(int64_t r) const { return f32_.data() + r * n_in_; }
   int64_t n_in() const { return n_in_; }
+  /// Bytes held (every form, at max_rows).
+  size_t bytes() const {
+    return f32_.size() * sizeof(float) + q8_.size() * sizeof(quant::block_q8_K) +
+           bs32_.size() * sizeof(int16_t) + q8u_.size() + q80_.size() * sizeof(quant::block_q8_0) +
+           q80u_.size();
+  }
 
   /// Makes the quantized forms of row r from its f32 values (after they are written), with the
   /// quantizer of `rk`. Rows are independent: threads may prepare different rows at once. A pass that

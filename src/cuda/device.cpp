@@ -63,10 +63,6 @@ GpuProbe probe_gpu() {
   return probe;
 }
 
-std::optional<GpuInfo> find_gpu() {
-  return probe_gpu().gpu;
-}
-
 GpuInfo require_gpu() {
   GpuProbe probe = probe_gpu();
   if (!probe.gpu) throw Error("no GPU found: " + probe.reason + " (run with --device cpu)");

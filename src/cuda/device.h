@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "cuda/row_stats.h"
+#include "forward/pass.h"
 #include "model/config.h"
 
 namespace dllm::model {
@@ -45,9 +46,6 @@ constexpr int kMinComputeCapabilityMajor = 8;
 /// The first CUDA device of compute capability 8.0 or newer (CUDA's device order). Never throws.
 GpuProbe probe_gpu();
 
-/// probe_gpu().gpu.
-std::optional<GpuInfo> find_gpu();
-
 /// probe_gpu().gpu, or throws dllm::Error "no GPU found: <reason> (run with --device cpu)": what
 /// `--device gpu` does.
 GpuInfo require_gpu();
@@ -74,37 +72,42 @@ struct GpuForwardOptions {
   std::optional<model::RopeMode> rope_mode;
 };
 
-/// The transformer forward pass on one GPU, same contract as cpu::CpuForward: weights are uploaded
+/// The transformer forward pass on one GPU: forward::Forward as model::ForwardDriver over the GPU's
+/// operations (forward.cpp), the same checks and messages as cpu::CpuForward. Weights are uploaded
 /// once in the constructor and stay quantized (Q4_K as stored, Q6_K padded to 224-byte blocks; F32 /
-/// F16 / BF16 matrices as f16), the mapped file pages are released behind the upload, and every
-/// activation buffer is sized for max_tokens there. forward() allocates nothing.
-class GpuForward {
+/// F16 / BF16 matrices as stored, read through f16), the mapped file pages are released behind the
+/// upload, and every activation buffer is sized for max_tokens there. One segment per pass (more run
+/// one after another), a whole sequence (no K/V state), any mask rule.
+class GpuForward : public forward::Forward {
  public:
-  /// `model` must outlive this object. Throws dllm::Error when no usable GPU is found ("no GPU found:
-  /// ..."), when the GPU has too little free memory ("model needs N MiB of GPU memory, GPU 0 (name)
-  /// has M MiB free"), when a weight type has no GPU kernel, or when head_dim is not a multiple of 32
-  /// or above 256; CUDA failures become dllm::Error naming the call, file and line.
+  /// `model` must outlive this object. Throws dllm::Error "<arch>: <what the GPU lacks> (run with
+  /// --device cpu)" (cuda/support.h lacks: blocks, shapes, weight types without a GPU kernel) before
+  /// looking for a GPU, "no GPU found: ..." when none is usable, "model needs N MiB of GPU memory, GPU 0
+  /// (name) has M MiB free" when it has too little; CUDA failures become dllm::Error naming the call,
+  /// file and line.
   GpuForward(const model::Model& model, const GpuForwardOptions& options);
-  ~GpuForward();
+  ~GpuForward() override;
   GpuForward(const GpuForward&) = delete;
   GpuForward& operator=(const GpuForward&) = delete;
 
-  /// Runs the transformer over tokens[0..n) at positions 0..n-1 and writes the UNSHIFTED logits of
-  /// positions rows[j] to logits[j * n_vocab .. (j+1) * n_vocab) (host memory, rows.size() x
-  /// n_vocab row-major f32). Only those rows go through the LM head. Throws dllm::Error before any
-  /// GPU work for the same bad inputs as CpuForward::forward, with the same messages.
-  void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits);
+  /// forward::Forward::forward: the UNSHIFTED logits of each segment's rows into host memory. Throws
+  /// dllm::Error before any GPU work for the inputs CpuForward refuses, with the same messages, and for
+  /// a segment with a K/V state.
+  void forward(std::span<const forward::Segment> segments) override;
+  /// Masks; one segment of up to max_tokens rows per pass; no K/V state.
+  forward::Capabilities capabilities() const override;
 
   /// The allowed-id mask forward_stats uses (n_vocab bytes, nonzero = may be chosen; the samplers'
   /// `allowed`); until it is set every id is allowed. Throws dllm::Error for a wrong size.
   void set_allowed(std::span<const uint8_t> allowed);
 
-  /// forward() with the statistics of each requested row computed on the device (RowStats: argmax,
-  /// softmax probability, margin, entropy over the allowed ids) instead of the logits: stats[j] for
-  /// rows[j], a few bytes per row over the bus. The temperature-0 paths of the samplers need only this.
+  /// The pass of tokens (positions 0..n-1, every key) with the statistics of each requested row
+  /// computed on the device (RowStats: argmax, softmax probability, margin, entropy over the allowed
+  /// ids) instead of the logits: stats[j] for rows[j], a few bytes per row over the bus. The
+  /// temperature-0 paths of the samplers need only this.
   void forward_stats(std::span<const int32_t> tokens, std::span<const int32_t> rows, RowStats* stats);
 
-  int64_t n_vocab() const;
+  int64_t n_vocab() const override;
   int64_t max_tokens() const;
   GpuGemm gemm() const;
   const GpuInfo& gpu() const;
@@ -126,9 +129,6 @@ inline constexpr const char* kNoCudaReason = "this dllm was built without the CU
 inline GpuProbe probe_gpu() {
   return GpuProbe{std::nullopt, kNoCudaReason};
 }
-inline std::optional<GpuInfo> find_gpu() {
-  return std::nullopt;
-}
 inline GpuInfo require_gpu() {
   throw Error(std::string("no GPU found: ") + kNoCudaReason + " (run with --device cpu)");
 }
@@ -148,7 +148,10 @@ inline GpuForward::GpuForward(const model::Model&, const GpuForwardOptions&) {
   require_gpu();
 }
 inline GpuForward::~GpuForward() = default;
-inline void GpuForward::forward(std::span<const int32_t>, std::span<const int32_t>, float*) {}
+inline void GpuForward::forward(std::span<const forward::Segment>) {}
+inline forward::Capabilities GpuForward::capabilities() const {
+  return {};
+}
 inline void GpuForward::set_allowed(std::span<const uint8_t>) {}
 inline void GpuForward::forward_stats(std::span<const int32_t>, std::span<const int32_t>, RowStats*) {}
 inline int64_t GpuForward::n_vocab() const {

@@ -1,6 +1,7 @@
-// GpuForward: the layer sequence of model/layer_desc.h on one NVIDIA GPU, block by block as
-// cpu/forward.cpp runs it (model::run_layers: embed, per layer attention_block and ffn_block, lm_head).
-// Every step is one kernel (kernels.h) on one stream; the residual add of each projection is fused
+// GpuForward: the GPU's operations of model/device_ops.h, run by model::ForwardDriver as the CPU's
+// are (cpu/forward.cpp): one segment per pass, a whole sequence without a K/V state, any mask rule.
+// What the kernels lack (cuda/support.h) is refused in the constructor. Every operation is one or a
+// few kernels (kernels.h) on one stream; the residual add of each projection is fused
 // into the next RMSNorm, which also writes the next matrix input as int8 (for the mma path) and f16
 // (for the cuBLAS path). The int8 input is rounded as ggml-cpu rounds it to Q8_K (kernels.h), so
 // the int8 path computes what the CPU path and llama.cpp's reference logits compute; the cuBLAS
@@ -19,6 +20,8 @@
 #include "cuda/cuda_check.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
+#include "cuda/support.h"
+#include "model/driver.h"
 #include "model/forward_plan.h"
 #include "model/model.h"
 #include "quant/blocks.h"
@@ -100,7 +103,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 }  // namespace
 
-struct GpuForward::Impl {
+struct GpuForward::Impl final : model::DeviceOps {
   const model::Model& model;
   const model::ForwardPlan plan;
   const model::ModelConfig& c;  ///< plan.config()
@@ -134,23 +137,29 @@ struct GpuForward::Impl {
   DeviceBuffer act_q, act_ds, act_f16;           // the current matrix input: int8 + {d, d*sum}, f16
   DeviceBuffer scratch_f16;                      // cuBLAS path: one dequantized weight chunk
   int64_t scratch_elems = 0;
-  DeviceBuffer logits, tokens_dev, rows_dev;
+  DeviceBuffer logits, tokens_dev, rows_dev, ranges_dev;
   DeviceBuffer stats;    ///< max_tokens RowStats
   DeviceBuffer allowed;  ///< n_vocab bytes, set_allowed()
   bool has_allowed = false;
 
-  /// The pass in progress (run() sets it; the blocks read it).
+  /// The pass in progress (embed() sets it; the operations read it).
   struct Pass {
     int64_t n = 0;                   ///< tokens (activation rows)
     int64_t n_rows = 0;              ///< logits rows requested
     const float* pending = nullptr;  ///< projection output still to be added to x (the next norm does)
   } pass;
 
+  model::ForwardDriver driver;
+
   Impl(const model::Model& m, const GpuForwardOptions& opt)
-      : model(m), plan(m, opt.max_tokens, 1, opt.rope_mode), c(plan.config()), gemm(opt.gemm) {
+      : model(m),
+        plan(m, opt.max_tokens, 1, opt.rope_mode),
+        c(plan.config()),
+        gemm(opt.gemm),
+        driver(plan, *this) {
     max_tokens_pad = round_up(plan.max_tokens(), kern::kTokenTile);
-    check_blocks();
-    check_shapes();
+    if (const std::string why = lacks(model); !why.empty())
+      throw Error(c.arch_name + ": " + why + " (run with --device cpu)");
     select_gpu(opt.device);
     check_memory();
     DLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&handles.stream, cudaStreamNonBlocking));
@@ -160,29 +169,6 @@ struct GpuForward::Impl {
     cublas = handles.cublas;
     upload_weights();
     allocate();
-  }
-
-  /// Blocks the kernels implement: the routed FFN (FfnKind::kMoe) and the Q/K norm of llada-moe / rnd1
-  /// have no GPU kernels yet. Throws dllm::Error "<arch>: MoE models run on the CPU only for now (run
-  /// with --device cpu)".
-  void check_blocks() const {
-    for (size_t il = 0; il < plan.n_layer(); ++il) {
-      if (plan.layer(il).ffn != model::FfnKind::kDense || plan.layer(il).qk_norm)
-        throw Error(c.arch_name + ": MoE models run on the CPU only for now (run with --device cpu)");
-    }
-  }
-
-  /// Shapes the kernels handle: attention's head_dim, and widths the int8 activations split into 32s.
-  void check_shapes() const {
-    const int64_t hd = c.head_dim;
-    if (hd % 32 != 0 || hd > 256 || hd / 32 == 5 || hd / 32 == 7)
-      throw Error("head_dim " + std::to_string(hd) +
-                  " has no GPU attention kernel (32, 64, 96, 128, 192, 256)");
-    for (const int64_t w : {plan.widths().embd, plan.widths().q, plan.widths().ff}) {
-      if (w % 32 != 0)
-        throw Error("model width " + std::to_string(w) +
-                    " is not a multiple of 32: the GPU backend needs that");
-    }
   }
 
   /// `device` (a CUDA ordinal), or probe_gpu()'s choice for -1.
@@ -205,25 +191,12 @@ struct GpuForward::Impl {
     DLLM_CUDA_CHECK(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
   }
 
-  /// The weight matrices in upload order (the LM head once when it is the tied embedding).
-  std::vector<const gguf::TensorInfo*> matrices() const {
-    std::vector<const gguf::TensorInfo*> mats;
-    for (const model::LayerWeights& lw : model.layers()) {
-      for (const gguf::TensorInfo* t :
-           {lw.attn_q, lw.attn_k, lw.attn_v, lw.attn_output, lw.ffn_gate, lw.ffn_up, lw.ffn_down})
-        mats.push_back(t);
-    }
-    mats.push_back(&model.token_embd());
-    if (&model.output() != &model.token_embd()) mats.push_back(&model.output());
-    return mats;
-  }
-
   /// What it all needs, before any allocation: weights in their device layout, the small vectors,
   /// activations, the cuBLAS scratch and the logits rows. Throws when the GPU has less free.
   void check_memory() {
     size_t need = 0;
     int64_t max_mat_elems = 0;
-    for (const gguf::TensorInfo* t : matrices()) {
+    for (const gguf::TensorInfo* t : gpu_matrices(model)) {
       device_type(*t);  // throws for unsupported types before anything is uploaded
       need += static_cast<size_t>(device_row_bytes(*t) * t->ne[1]);
       max_mat_elems = std::max(max_mat_elems, t->ne[0] * t->ne[1]);
@@ -239,7 +212,7 @@ struct GpuForward::Impl {
                 (2 * w.embd + 2 * w.q + 2 * w.kv + 2 * w.ff) +  // x proj q att k v gate up
             static_cast<size_t>(Lp) * act_width * (1 + 2) +
             static_cast<size_t>(Lp) * (act_width / 32) * 8 + static_cast<size_t>(scratch_elems) * 2 +
-            static_cast<size_t>(L) * c.n_vocab * 4 + 2 * L * 4;
+            static_cast<size_t>(L) * c.n_vocab * 4 + 4 * L * 4;
     need += size_t(256) << 20;  // cuBLAS workspace / context
     if (need > info.free_bytes) {
       throw Error("model needs " + std::to_string(static_cast<long long>(need / kMiB)) +
@@ -280,12 +253,12 @@ struct GpuForward::Impl {
     output = upload(model.output(), /*release=*/!tied);
     embd = upload(model.token_embd());
     output_norm = upload_vec(model.output_norm());
-    const model::RopeTable rope = plan.make_rope_table();
+    const model::RopeTable rope = plan.make_rope_tables()[0];  // lacks(): one table, n_rot = head_dim
     rope_cos = upload_vec(rope.cos_rows());
     rope_sin = upload_vec(rope.sin_rows());
   }
 
-  /// Every activation buffer, sized for max_tokens rows: forward() allocates nothing.
+  /// Every activation buffer, sized for max_tokens rows (the one segment of a pass is at most that).
   void allocate() {
     auto alloc = [&](size_t bytes) {
       DeviceBuffer b(bytes);
@@ -312,6 +285,7 @@ struct GpuForward::Impl {
     logits = alloc(L * c.n_vocab * 4);
     tokens_dev = alloc(L * 4);
     rows_dev = alloc(L * 4);
+    ranges_dev = alloc(L * 2 * 4);
     stats = alloc(L * sizeof(RowStats));
     // The memsets above ran on the legacy default stream, which a non-blocking stream does not wait for.
     DLLM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -384,8 +358,13 @@ struct GpuForward::Impl {
     has_allowed = true;
   }
 
+  /// The pass of tokens without copying logits to the host, then the statistics of each requested
+  /// row on the device.
   void forward_stats(std::span<const int32_t> tokens, std::span<const int32_t> rows, RowStats* out) {
-    run(tokens, rows);
+    forward::Segment seg;
+    seg.tokens = tokens;
+    seg.logit_rows = rows;  // logits null: they stay in the device buffer
+    driver.forward({&seg, 1});
     const auto n_rows = static_cast<int64_t>(rows.size());
     if (n_rows > 0) {
       kern::row_stats(logits.as<float>(), n_rows, output.n_out, output.n_out,
@@ -396,34 +375,37 @@ struct GpuForward::Impl {
     DLLM_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
-  void forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* out) {
-    run(tokens, rows);
-    const auto n_rows = static_cast<int64_t>(rows.size());
-    if (n_rows > 0) {
-      DLLM_CUDA_CHECK(
-          cudaMemcpyAsync(out, logits.as<void>(), n_rows * output.n_out * 4, cudaMemcpyDeviceToHost, stream));
-    }
-    DLLM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  // ---- model::DeviceOps ----
+
+  forward::Capabilities capabilities() const override {
+    forward::Capabilities caps;
+    caps.masks = true;
+    caps.max_rows = plan.max_tokens();
+    caps.max_segments = 1;
+    return caps;
+  }
+  int64_t n_vocab() const override { return output.n_out; }
+  const void* kv_owner() const override { return this; }
+  /// The buffers hold max_tokens rows from the constructor on (its memory check covers them).
+  void reserve(const model::PassLayout&) override {}
+  void reserve_kv(forward::KvState&, int64_t) override {
+    throw Error("forward: the GPU keeps no K/V state");  // capabilities().kv_state is false
+  }
+  void moe_ffn(const model::PassLayout&, size_t) override {
+    throw Error(c.arch_name + ": MoE models run on the CPU only for now (run with --device cpu)");  // lacks()
   }
 
-  /// The forward pass up to the logits of `rows` in the device buffer `logits` (not synchronized).
-  void run(std::span<const int32_t> tokens, std::span<const int32_t> rows) {
-    const model::RowLayout rl = plan.check_forward(tokens, rows);  // before any GPU work
-    pass = Pass{rl.n, static_cast<int64_t>(rows.size()), nullptr};
+  /// The segment's tokens and LM-head rows to the device, then x = token_embd[tokens].   n x d
+  void embed(const model::PassLayout& p) override {
+    pass = Pass{p.n_rows, p.n_head_rows, nullptr};
     DLLM_CUDA_CHECK(
-        cudaMemcpyAsync(tokens_dev.as<void>(), tokens.data(), rl.n * 4, cudaMemcpyHostToDevice, stream));
+        cudaMemcpyAsync(tokens_dev.as<void>(), p.tokens.data(), pass.n * 4, cudaMemcpyHostToDevice, stream));
     if (pass.n_rows > 0) {
-      DLLM_CUDA_CHECK(
-          cudaMemcpyAsync(rows_dev.as<void>(), rows.data(), pass.n_rows * 4, cudaMemcpyHostToDevice, stream));
+      DLLM_CUDA_CHECK(cudaMemcpyAsync(rows_dev.as<void>(), p.head_rows.data(), pass.n_rows * 4,
+                                      cudaMemcpyHostToDevice, stream));
     }
-    model::run_layers(plan, *this);
-  }
-
-  /// x = token_embd[tokens].                                                           n x d
-  void embed() {
     kern::dequant_rows(embd.type, embd.data.as<void>(), embd.row_bytes, c.n_embd, tokens_dev.as<int32_t>(), 0,
                        pass.n, x.as<float>(), nullptr, c.n_embd, stream);
-    pass.pending = nullptr;
   }
 
   /// x += pending, then the next matrix input = RMSNorm(x) * w in int8 (and f16, rounded as
@@ -435,35 +417,60 @@ struct GpuForward::Impl {
     pass.pending = nullptr;
   }
 
-  /// x += Attention(RMSNorm(x) * attn_norm), the add left pending in proj (layer_desc.h).
-  void attention_block(size_t il) {
+  /// The norm before attention (its first reader: Wq) or before the FFN (Wgate).
+  void norm(const model::PassLayout&, size_t il, model::NormSite site) override {
     const Layer& l = layers[il];
-    const model::LayerDesc& desc = plan.layer(il);
-    const int64_t n = pass.n, hd = c.head_dim, n_q = plan.widths().q, n_kv = plan.widths().kv;
-    norm(l.attn_norm, l.q);
-    matmul(l.q, n, q.as<float>(), n_q);  // q: n x n_q; k, v: n x n_kv
-    matmul(l.k, n, k.as<float>(), n_kv);
-    matmul(l.v, n, v.as<float>(), n_kv);
-    // + biases (null without qkv_bias), RoPE at positions 0..n-1
-    kern::bias_rope(q.as<float>(), k.as<float>(), v.as<float>(), desc.qkv_bias ? l.bq.as<float>() : nullptr,
-                    desc.qkv_bias ? l.bk.as<float>() : nullptr, desc.qkv_bias ? l.bv.as<float>() : nullptr,
-                    rope_cos.as<float>(), rope_sin.as<float>(), n, c.n_head, c.n_head_kv, hd,
-                    desc.rope_mode == model::RopeMode::kNeox, stream);
-    // att = softmax(q k^T / sqrt(hd)) v per head: n x n_q, then the input of Wo
-    kern::attention(q.as<float>(), k.as<float>(), v.as<float>(), att.as<float>(), n, c.n_head, c.n_head_kv,
-                    hd, 1.0f / std::sqrt(static_cast<float>(hd)), stream);
-    kern::quantize_rows(att.as<float>(), n, n_q, act_f16.as<uint16_t>(), l.o.quantized(), act_q.as<int8_t>(),
-                        act_ds.as<float>(), stream);
-    matmul(l.o, n, proj.as<float>(), c.n_embd);  // proj: n x d
+    if (site == model::NormSite::kAttention)
+      norm(l.attn_norm, l.q);
+    else
+      norm(l.ffn_norm, l.gate);
+  }
+
+  /// kQkv: q = h Wq (n x n_q), k = h Wk, v = h Wv (n x n_kv). kO: the attention output as the input
+  /// of Wo, then proj = att Wo (n x d), left pending.
+  void project(const model::PassLayout&, size_t il, model::Projection which) override {
+    const Layer& l = layers[il];
+    const int64_t n = pass.n;
+    if (which == model::Projection::kQkv) {
+      matmul(l.q, n, q.as<float>(), plan.widths().q);
+      matmul(l.k, n, k.as<float>(), plan.widths().kv);
+      matmul(l.v, n, v.as<float>(), plan.widths().kv);
+      return;
+    }
+    kern::quantize_rows(att.as<float>(), n, plan.widths().q, act_f16.as<uint16_t>(), l.o.quantized(),
+                        act_q.as<int8_t>(), act_ds.as<float>(), stream);
+    matmul(l.o, n, proj.as<float>(), c.n_embd);
     pass.pending = proj.as<float>();
   }
 
-  /// x += (silu(h Wgate) * (h Wup)) Wdown with h = RMSNorm(x) * ffn_norm, the add left pending in
-  /// proj (FfnKind::kDense).
-  void ffn_block(size_t il) {
+  /// + biases (null without qkv_bias), RoPE at positions 0..n-1 (the segment starts at 0: no state).
+  void qk_norm_rope(const model::PassLayout&, size_t il) override {
+    const Layer& l = layers[il];
+    const model::LayerDesc& desc = plan.layer(il);
+    kern::bias_rope(q.as<float>(), k.as<float>(), v.as<float>(), desc.qkv_bias ? l.bq.as<float>() : nullptr,
+                    desc.qkv_bias ? l.bk.as<float>() : nullptr, desc.qkv_bias ? l.bv.as<float>() : nullptr,
+                    rope_cos.as<float>(), rope_sin.as<float>(), pass.n, c.n_head, c.n_head_kv, c.head_dim,
+                    desc.rope_mode == model::RopeMode::kNeox, stream);
+  }
+
+  /// att = softmax(q k^T / sqrt(hd)) v per head, each row over its mask range (none: every row).
+  void attention(const model::PassLayout& p, size_t il) override {
+    const forward::KeyRange* ranges = p.key_ranges(plan.layer(il).window, 0);
+    if (ranges != nullptr) {
+      static_assert(sizeof(forward::KeyRange) == 2 * sizeof(int32_t));
+      DLLM_CUDA_CHECK(cudaMemcpyAsync(ranges_dev.as<void>(), ranges, pass.n * sizeof(forward::KeyRange),
+                                      cudaMemcpyHostToDevice, stream));
+    }
+    const int64_t hd = c.head_dim;
+    kern::attention(q.as<float>(), k.as<float>(), v.as<float>(), ranges ? ranges_dev.as<int32_t>() : nullptr,
+                    att.as<float>(), pass.n, c.n_head, c.n_head_kv, hd,
+                    1.0f / std::sqrt(static_cast<float>(hd)), stream);
+  }
+
+  /// proj = (silu(h Wgate) * (h Wup)) Wdown with h the normed rows, left pending (FfnKind::kDense).
+  void ffn(const model::PassLayout&, size_t il) override {
     const Layer& l = layers[il];
     const int64_t n = pass.n;
-    norm(l.ffn_norm, l.gate);
     matmul(l.gate, n, gate.as<float>(), c.n_ff);  // gate, up: n x n_ff
     matmul(l.up, n, up.as<float>(), c.n_ff);
     // silu(gate) * up, as the input of Wdown
@@ -473,17 +480,22 @@ struct GpuForward::Impl {
     pass.pending = proj.as<float>();
   }
 
-  /// FfnKind::kMoe has no GPU kernels: check_blocks refuses such a model before any pass runs.
-  void ffn_moe_block(size_t) { check_blocks(); }
-
   /// logits = (RMSNorm(x[rows] + pending) * output_norm) Woutput, only for the requested rows (x is
-  /// not written back).                                                    n_rows x n_vocab
-  void lm_head() {
-    if (pass.n_rows == 0) return;
-    kern::add_rmsnorm_quant(x.as<float>(), pass.pending, false, output_norm.as<float>(), c.rms_eps,
-                            pass.n_rows, c.n_embd, rows_dev.as<int32_t>(), act_f16.as<uint16_t>(),
-                            output.quantized(), act_q.as<int8_t>(), act_ds.as<float>(), stream);
-    matmul(output, pass.n_rows, logits.as<float>(), output.n_out);
+  /// not written back), into the device buffer `logits` and, when the segment has a host buffer,
+  /// there too (the pass then ends synchronized).                         n_rows x n_vocab
+  void lm_head(const model::PassLayout& p) override {
+    float* host = p.segs[0].logits;
+    if (pass.n_rows > 0) {
+      kern::add_rmsnorm_quant(x.as<float>(), pass.pending, false, output_norm.as<float>(), c.rms_eps,
+                              pass.n_rows, c.n_embd, rows_dev.as<int32_t>(), act_f16.as<uint16_t>(),
+                              output.quantized(), act_q.as<int8_t>(), act_ds.as<float>(), stream);
+      matmul(output, pass.n_rows, logits.as<float>(), output.n_out);
+      if (host != nullptr) {
+        DLLM_CUDA_CHECK(cudaMemcpyAsync(host, logits.as<void>(), pass.n_rows * output.n_out * 4,
+                                        cudaMemcpyDeviceToHost, stream));
+      }
+    }
+    if (host != nullptr || pass.n_rows == 0) DLLM_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 };
 
@@ -491,8 +503,11 @@ GpuForward::GpuForward(const model::Model& model, const GpuForwardOptions& optio
     : impl_(std::make_unique<Impl>(model, options)) {}
 GpuForward::~GpuForward() = default;
 
-void GpuForward::forward(std::span<const int32_t> tokens, std::span<const int32_t> rows, float* logits) {
-  impl_->forward(tokens, rows, logits);
+void GpuForward::forward(std::span<const forward::Segment> segments) {
+  impl_->driver.forward(segments);
+}
+forward::Capabilities GpuForward::capabilities() const {
+  return impl_->capabilities();
 }
 void GpuForward::set_allowed(std::span<const uint8_t> allowed) {
   impl_->set_allowed(allowed);

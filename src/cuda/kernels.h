@@ -65,12 +65,15 @@ void bias_rope(float* q, float* k, float* v, const float* bq, const float* bk, c
                const float* cos, const float* sin, int64_t n_tok, int64_t n_head, int64_t n_head_kv,
                int64_t hd, bool neox, cudaStream_t stream);
 
-/// Bidirectional attention, no mask, GQA (query head h reads kv head h / (n_head / n_head_kv)):
-/// out = softmax(scale * q k^T) v per head, q / out n_tok x (n_head * hd), k / v n_tok x (n_head_kv *
-/// hd). One warp per (head, query) with an f32 online softmax (running max and sum, no score matrix
-/// stored: any n_tok). hd: a multiple of 32, at most 256.
-void attention(const float* q, const float* k, const float* v, float* out, int64_t n_tok, int64_t n_head,
-               int64_t n_head_kv, int64_t hd, float scale, cudaStream_t stream);
+/// Attention, GQA (query head h reads kv head h / (n_head / n_head_kv)): out = softmax(scale * q k^T) v
+/// per head over the keys of each query's range, q / out n_tok x (n_head * hd), k / v n_tok x
+/// (n_head_kv * hd). ranges: 2 x n_tok int32 (device), query t sees keys [ranges[2t], ranges[2t+1])
+/// (forward/mask.h), not empty; nullptr: every query sees all n_tok keys (no mask). One warp per
+/// (head, query) with an f32 online softmax (running max and sum, no score matrix stored: any
+/// n_tok). hd: a multiple of 32, at most 256.
+void attention(const float* q, const float* k, const float* v, const int32_t* ranges, float* out,
+               int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd, float scale,
+               cudaStream_t stream);
 
 /// y[t * ldy + o] = sum_e W[o][e] * x[t][e] for t < n_tok, o < n_out, from Q4_K or Q6_K (padded)
 /// weights and int8 activations q / ds (q must hold round_up(n_tok, 32) rows: the tail rows are read

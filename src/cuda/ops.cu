@@ -238,8 +238,9 @@ __global__ void bias_rope_kernel(float* q, float* k, float* v, const float* bq, 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Attention: one warp per (head, query); lane holds dims lane, lane + 32, ... (DPL of them). Keys are
-// visited in order with a running max m, running sum l and running output o (online softmax):
+// Attention: one warp per (head, query); lane holds dims lane, lane + 32, ... (DPL of them). The keys
+// of the query's range (all of them without ranges) are visited in order with a running max m,
+// running sum l and running output o (online softmax):
 // each new score s rescales l and o by exp(m - max(m, s)). The 4 warps of a block take 4
 // consecutive queries of one head, so they read the same K / V rows.
 
@@ -247,8 +248,8 @@ constexpr int kAttnWarps = 4;
 
 template <int DPL>
 __global__ void __launch_bounds__(32 * kAttnWarps)
-    attention_kernel(const float* q, const float* k, const float* v, float* out, int64_t n, int64_t n_head,
-                     int64_t n_head_kv, float scale) {
+    attention_kernel(const float* q, const float* k, const float* v, const int32_t* ranges, float* out,
+                     int64_t n, int64_t n_head, int64_t n_head_kv, float scale) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t item = blockIdx.x * int64_t(kAttnWarps) + warp;
   if (item >= n * n_head) return;
@@ -263,9 +264,10 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
     o[i] = 0.0f;
   }
   float m = -INFINITY, l = 0.0f;
-  const float* kp = k + kvh * hd + lane;
-  const float* vp = v + kvh * hd + lane;
-  for (int64_t j = 0; j < n; ++j, kp += kv_stride, vp += kv_stride) {
+  const int64_t j0 = ranges ? ranges[2 * t] : 0, j1 = ranges ? ranges[2 * t + 1] : n;
+  const float* kp = k + j0 * kv_stride + kvh * hd + lane;
+  const float* vp = v + j0 * kv_stride + kvh * hd + lane;
+  for (int64_t j = j0; j < j1; ++j, kp += kv_stride, vp += kv_stride) {
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < DPL; ++i) s += qv[i] * kp[32 * i];
@@ -420,29 +422,36 @@ void bias_rope(float* q, float* k, float* v, const float* bq, const float* bk, c
   DLLM_CHECK_LAUNCH("bias_rope_kernel");
 }
 
-void attention(const float* q, const float* k, const float* v, float* out, int64_t n_tok, int64_t n_head,
-               int64_t n_head_kv, int64_t hd, float scale, cudaStream_t stream) {
+void attention(const float* q, const float* k, const float* v, const int32_t* ranges, float* out,
+               int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd, float scale,
+               cudaStream_t stream) {
   if (n_tok <= 0) return;
   const unsigned blocks = static_cast<unsigned>((n_tok * n_head + kAttnWarps - 1) / kAttnWarps);
   const unsigned threads = 32 * kAttnWarps;
   switch (hd / 32) {
     case 1:
-      attention_kernel<1><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      attention_kernel<1>
+          <<<blocks, threads, 0, stream>>>(q, k, v, ranges, out, n_tok, n_head, n_head_kv, scale);
       break;
     case 2:
-      attention_kernel<2><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      attention_kernel<2>
+          <<<blocks, threads, 0, stream>>>(q, k, v, ranges, out, n_tok, n_head, n_head_kv, scale);
       break;
     case 3:
-      attention_kernel<3><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      attention_kernel<3>
+          <<<blocks, threads, 0, stream>>>(q, k, v, ranges, out, n_tok, n_head, n_head_kv, scale);
       break;
     case 4:
-      attention_kernel<4><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      attention_kernel<4>
+          <<<blocks, threads, 0, stream>>>(q, k, v, ranges, out, n_tok, n_head, n_head_kv, scale);
       break;
     case 6:
-      attention_kernel<6><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      attention_kernel<6>
+          <<<blocks, threads, 0, stream>>>(q, k, v, ranges, out, n_tok, n_head, n_head_kv, scale);
       break;
     case 8:
-      attention_kernel<8><<<blocks, threads, 0, stream>>>(q, k, v, out, n_tok, n_head, n_head_kv, scale);
+      attention_kernel<8>
+          <<<blocks, threads, 0, stream>>>(q, k, v, ranges, out, n_tok, n_head, n_head_kv, scale);
       break;
     default:
       throw Error("attention: head_dim " + std::to_string(hd) +

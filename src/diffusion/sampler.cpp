@@ -1,6 +1,6 @@
 // The denoising loops, as a resumable Sequence (sampler.h): one State per generation holds the
 // mutable state (canvas, logits buffers, the loop's cursor); generate() drives one Sequence over a
-// LogitsSource, the engine (src/engine) many over one batched forward pass.
+// forward::Forward, the engine (src/engine) many over one batched forward pass.
 #include "diffusion/sampler.h"
 
 #include <omp.h>
@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "diffusion/kv_policy.h"
+#include "diffusion/loop.h"
 #include "diffusion/rng.h"
 #include "diffusion/row_ops.h"
 
@@ -87,20 +89,11 @@ bool more_confident(const Candidate& a, const Candidate& b) {
   return a.conf > b.conf || (a.conf == b.conf && a.pos < b.pos);
 }
 
-/// How a step picks the positions it commits among the scored ones.
-enum class Select {
-  kAll,          ///< Dream origin: every position drawn for the step
-  kThreshold,    ///< Fast-dLLM: the most confident and every other one >= threshold
-  kTopk,         ///< the k most confident
-  kMultinomial,  ///< Dream alg_temp > 0: k drawn without replacement
-};
-
 }  // namespace
 
-/// The mutable state of one generation: canvas, logits buffers, and the cursor of its loop. The
-/// loops of generate.py / _sample are unrolled into a cursor (block b_, step i_, rng_step_) that
-/// advance() moves to the next step needing a forward pass (skipping the steps that commit
-/// nothing, as the loops' `continue` did), so the caller runs the forward pass in between.
+/// The mutable state of one generation: canvas, logits buffers, its loop (loop.h: which step runs
+/// next) and its K/V policy (kv_policy.h: what that step forwards). advance() asks the loop for the
+/// next step needing a forward pass, so the caller runs the forward pass in between.
 class Sequence::State {
  public:
   State(std::span<const int32_t> prompt, const SamplerParams& p, int64_t n_vocab, SamplerCallbacks cb)
@@ -128,19 +121,24 @@ class Sequence::State {
     const size_t first_need = static_cast<size_t>(first_step_rows()) * static_cast<size_t>(n_vocab_);
     logits_.resize(first_need);
     if (p_.cfg_scale > 0) pair_.resize(2 * first_need);
-    if (p_.schedule == Schedule::kDream && !p_.threshold) ts_ = dream_timesteps(p_.steps, p_.eps);
+    loop_ = make_loop(p_, prompt_len_);
+    if (p_.cache == CacheMode::kNone)
+      kv_ = std::make_unique<KvNone>();
+    else
+      kv_ = std::make_unique<KvFastDllm>(p_.cache == CacheMode::kDual, p_.shift_logits);
     advance();
   }
 
-  bool done() const { return !pending_; }
-  const ForwardRequest& request() const { return req_; }
+  bool done() const { return !plan_; }
+  std::span<const forward::Segment> request() const { return segs_; }
 
   void accept(double forward_ms) {
     const auto t0 = Clock::now();
+    const StepPlan& plan = *plan_;
     if (p_.cfg_scale > 0) combine_guided();
-    auto scored = score(positions_, pending_rng_, llada_, kind_);
+    auto scored = score(plan.positions, plan.rng_step, plan.llada, plan.confidence);
     std::vector<Candidate> chosen;
-    switch (select_) {
+    switch (plan.select) {
       case Select::kAll:
         chosen = std::move(scored);
         break;
@@ -148,21 +146,15 @@ class Sequence::State {
         chosen = select_threshold(std::move(scored));
         break;
       case Select::kTopk:
-        chosen = select_topk(std::move(scored), k_);
+        chosen = select_topk(std::move(scored), plan.k);
         break;
       case Select::kMultinomial:
-        chosen = select_multinomial(std::move(scored), k_, pending_rng_);
+        chosen = select_multinomial(std::move(scored), plan.k, plan.rng_step);
         break;
     }
-    if (p_.cache != CacheMode::kNone && p_.cfg_scale <= 0) cached_block_ = block_;
+    kv_->accepted(plan.block);
     commit(std::move(chosen), forward_ms, prep_ms_ + ms_since(t0));
-    // Past this step: the loops' increments.
-    if (p_.threshold) {
-      ++rng_step_;
-    } else {
-      ++i_;
-      if (p_.schedule == Schedule::kLlada) ++rng_step_;
-    }
+    loop_->accepted();
     advance();
   }
 
@@ -193,7 +185,7 @@ class Sequence::State {
   /// algorithm, whose steps reveal a random subset (about 1 / steps of it at first): its buffer grows
   /// on demand rather than being sized for the whole answer.
   int64_t first_step_rows() const {
-    if (p_.schedule == Schedule::kLlada || p_.threshold) return std::max<int64_t>(block_length(), 0);
+    if (p_.schedule == Schedule::kBlocks || p_.threshold) return std::max<int64_t>(block_length(), 0);
     if (p_.alg == DreamAlg::kOrigin) return 0;
     return std::max<int64_t>(p_.max_tokens, 0);
   }
@@ -206,189 +198,51 @@ class Sequence::State {
 
   bool is_mask(int64_t pos) const { return canvas_[pos] == p_.mask_id; }
 
-  std::vector<int32_t> masked_in(int64_t begin, int64_t end) const {
-    std::vector<int32_t> v;
-    for (int64_t i = begin; i < end; ++i)
-      if (is_mask(i)) v.push_back(static_cast<int32_t>(i));
-    return v;
-  }
-
-  /// Sets the block the next steps work on: with a cache, the first forward pass of a new block is a
-  /// refresh and the later ones run the window of this block (CacheMode).
-  void enter_block(int64_t block, int64_t begin, int64_t end) {
-    block_ = block;
-    block_begin_ = begin;
-    block_end_ = end;
-    in_block_ = true;
-  }
-
-  /// The step to run next: its positions, rng step and selection rule.
-  void pend(std::vector<int32_t> positions, int64_t rng_step, Select select, int64_t k, bool llada,
-            DreamConfidence kind) {
-    positions_ = std::move(positions);
-    pending_rng_ = rng_step;
-    select_ = select;
-    k_ = k;
-    llada_ = llada;
-    kind_ = kind;
-    pending_ = true;
-  }
-
-  /// Moves the cursor to the next step that runs a forward pass and prepares its request; none left
+  /// Asks the loop for the next step that runs a forward pass and prepares its request; none left
   /// (or the answer is final with early stop): done.
   void advance() {
     const auto t0 = Clock::now();
-    pending_ = false;
-    if (!stopped_) {
-      if (p_.schedule == Schedule::kLlada)
-        advance_llada();
-      else if (p_.threshold)
-        advance_dream_blocks();
-      else
-        advance_dream();
-    }
-    if (pending_) build_request();
+    plan_.reset();
+    if (!stopped_) plan_ = loop_->next(CanvasView{canvas_, prompt_len_, p_.mask_id, masks_left_});
+    if (plan_) build_request();
     prep_ms_ = ms_since(t0);
   }
 
-  // ---- LLaDA generate.py ----
-  void advance_llada() {
-    const int64_t bl = p_.block_length;
-    const int64_t nb = p_.max_tokens / bl;
-    for (;;) {
-      if (!in_block_) {
-        if (b_ >= nb) return;
-        const int64_t begin = prompt_len_ + b_ * bl;
-        enter_block(b_, begin, begin + bl);
-        i_ = 0;
-        // get_num_transfer_tokens on the block's mask count, taken once at the block start (l.75-76).
-        if (!p_.threshold)
-          counts_ =
-              llada_transfer_counts(static_cast<int64_t>(masked_in(begin, begin + bl).size()), p_.steps / nb);
-      }
-      // Positions after the block get confidence -inf (l.109) and committed ones are not masked
-      // (l.111-112): the candidates are the block's masked positions.
-      if (p_.threshold) {
-        auto positions = masked_in(block_begin_, block_end_);
-        if (positions.empty()) {
-          ++b_;
-          in_block_ = false;
-          continue;
-        }
-        pend(std::move(positions), rng_step_, Select::kThreshold, 0, true, DreamConfidence::kProb);
-        return;
-      }
-      if (i_ >= static_cast<int64_t>(counts_.size())) {
-        ++b_;
-        in_block_ = false;
-        continue;
-      }
-      auto positions = counts_[i_] == 0 ? std::vector<int32_t>{} : masked_in(block_begin_, block_end_);
-      if (positions.empty()) {  // topk(k=0) commits nothing: skip the forward pass
-        ++i_;
-        ++rng_step_;
-        continue;
-      }
-      pend(std::move(positions), rng_step_, Select::kTopk, counts_[i_], true, DreamConfidence::kProb);
-      return;
-    }
-  }
-
-  // ---- Dream _sample ----
-  DreamConfidence dream_kind() const {
-    switch (p_.alg) {
-      case DreamAlg::kTopkMargin:
-        return DreamConfidence::kMargin;
-      case DreamAlg::kEntropy:
-        return DreamConfidence::kNegEntropy;
-      default:
-        return DreamConfidence::kProb;
-    }
-  }
-
-  /// Fast-dLLM's threshold rule over semi-autoregressive blocks (its Dream block sampler), ranked by
-  /// p(x0) as its confidence_threshold alg does; the last block may be shorter.
-  void advance_dream_blocks() {
-    const int64_t n = static_cast<int64_t>(canvas_.size());
-    const int64_t bl = block_length();
-    for (;;) {
-      if (!in_block_) {
-        const int64_t begin = prompt_len_ + b_ * bl;
-        if (begin >= n) return;
-        enter_block(b_, begin, std::min(n, begin + bl));
-      }
-      auto positions = masked_in(block_begin_, block_end_);
-      if (positions.empty()) {
-        ++b_;
-        in_block_ = false;
-        continue;
-      }
-      pend(std::move(positions), rng_step_, Select::kThreshold, 0, false, DreamConfidence::kProb);
-      return;
-    }
-  }
-
-  void advance_dream() {
-    const int64_t n = static_cast<int64_t>(canvas_.size());
-    if (!in_block_)
-      enter_block(0, prompt_len_, n);  // one block: the whole answer (a cache reuses the prompt's K/V)
-    for (; i_ < p_.steps && masks_left_ > 0; ++i_) {
-      auto positions = masked_in(prompt_len_, n);
-      if (p_.alg == DreamAlg::kOrigin) {
-        // Each masked position is revealed with probability 1 - s/t (torch.rand(...) < p_transfer);
-        // the draws do not depend on the logits, so a step that reveals nothing skips the forward.
-        const float pt = dream_transfer_probability(i_, ts_);
-        std::vector<int32_t> chosen;
-        for (int32_t pos : positions)
-          if (Rng::stream(p_.seed, RngPurpose::kOriginTransfer, i_, pos).uniform_open() <
-              static_cast<double>(pt))
-            chosen.push_back(pos);
-        if (chosen.empty()) continue;
-        pend(std::move(chosen), i_, Select::kAll, 0, false, DreamConfidence::kProb);
-        return;
-      }
-      const int64_t k = dream_transfer_count(masks_left_, i_, ts_);
-      if (k <= 0)
-        continue;  // topk with k = 0 is skipped by the reference too (`if number_transfer_tokens > 0`)
-      pend(std::move(positions), i_, p_.alg_temp > 0 ? Select::kMultinomial : Select::kTopk, k, false,
-           dream_kind());
-      return;
-    }
-  }
-
   /// The pending step's forward request; afterwards row_logits(j) is the logits row used for
-  /// positions_[j] (shifted to the model's row pos-1 when shift_logits; position 0 uses row 0).
+  /// the plan's positions[j] (shifted to the model's row pos-1 when shift_logits; position 0 uses row 0).
   void build_request() {
     rows_.clear();
     row_of_.clear();
-    for (int32_t pos : positions_) {
+    for (int32_t pos : plan_->positions) {
       const int32_t r = p_.shift_logits ? std::max(pos - 1, 0) : pos;
       if (rows_.empty() || rows_.back() != r) rows_.push_back(r);
       row_of_.push_back(rows_.size() - 1);
     }
     const size_t need = rows_.size() * static_cast<size_t>(n_vocab_);
     if (logits_.size() < need) logits_.resize(need);
-    req_ = ForwardRequest{};
-    req_.canvas = canvas_;
-    req_.rows = rows_;
-    req_.out = logits_.data();
-    cache_refresh_ = false;
+    segs_.clear();
     if (p_.cfg_scale > 0) {
       // generate.py l.79-87: un_x = x with every prompt position set to mask_id; both canvases in
-      // one batch.
+      // one pass.
       un_canvas_.assign(canvas_.begin(), canvas_.end());
       std::fill(un_canvas_.begin(), un_canvas_.begin() + prompt_len_, p_.mask_id);
       if (pair_.size() < 2 * need) pair_.resize(2 * need);
-      req_.uncond = un_canvas_;
-      req_.out = pair_.data();
-    } else if (p_.cache != CacheMode::kNone) {
-      // Fast-dLLM: a full forward (refresh) at each block's first step, then the window. The Dream
-      // shift reads row begin-1 for the block's first position, so the window starts there.
-      cache_refresh_ = block_ != cached_block_;
-      req_.kind = cache_refresh_ ? ForwardKind::kRefresh : ForwardKind::kWindow;
-      req_.window_begin = std::max<int64_t>(0, block_begin_ - (p_.shift_logits ? 1 : 0));
-      req_.window_end = p_.cache == CacheMode::kDual ? block_end_ : static_cast<int64_t>(canvas_.size());
+      for (const std::span<const int32_t> canvas :
+           {std::span<const int32_t>(canvas_), std::span<const int32_t>(un_canvas_)}) {
+        forward::Segment seg;
+        seg.tokens = canvas;
+        seg.logit_rows = rows_;
+        seg.logits = pair_.data() + segs_.size() * need;
+        segs_.push_back(seg);
+      }
+      cache_refresh_ = false;
+      return;
     }
+    forward::Segment seg = kv_->segment(canvas_, plan_->block);
+    seg.logit_rows = rows_;
+    seg.logits = logits_.data();
+    segs_.push_back(seg);
+    cache_refresh_ = kv_->refreshed();
   }
 
   /// logits = un + (cfg_scale + 1) * (cond - un), here in f32 (generate.py l.85-87).
@@ -494,9 +348,9 @@ class Sequence::State {
     const bool final = j == n || !is_mask(j);
     StepInfo info;
     info.step = steps_run_;
-    info.block = block_;
-    info.block_begin = block_begin_;
-    info.block_end = block_end_;
+    info.block = plan_->block.index;
+    info.block_begin = plan_->block.begin;
+    info.block_end = plan_->block.end;
     info.positions = pos;
     info.tokens = tok;
     info.confidences = conf;
@@ -529,23 +383,12 @@ class Sequence::State {
   std::vector<size_t> row_of_;
   std::vector<int32_t> un_canvas_;  ///< CFG: the canvas with the prompt masked
   std::vector<float> pair_;         ///< CFG: cond and uncond logits, 2 x rows x n_vocab
-  std::vector<float> ts_;           ///< Dream without threshold: its timesteps
-  // The cursor: block, step within the block (LLaDA) or the run (Dream), the rng step.
-  int64_t b_ = 0, i_ = 0, rng_step_ = 0;
-  bool in_block_ = false;
-  std::vector<int64_t> counts_;  ///< LLaDA: the current block's transfer counts
-  int64_t block_ = 0, block_begin_ = 0, block_end_ = 0;
-  int64_t cached_block_ = -1;  ///< block of the last cache refresh (-1: none yet)
+  std::unique_ptr<Loop> loop_;      ///< the denoising loop's cursor
+  std::optional<StepPlan> plan_;    ///< the pending step (none: done)
   bool cache_refresh_ = false;
-  // The pending step (pending_): what accept() scores and how it selects.
-  bool pending_ = false;
-  std::vector<int32_t> positions_;
-  int64_t pending_rng_ = 0, k_ = 0;
-  Select select_ = Select::kAll;
-  bool llada_ = true;
-  DreamConfidence kind_ = DreamConfidence::kProb;
-  ForwardRequest req_;
-  double prep_ms_ = 0;  ///< time advance() took for the pending step (part of its sample_ms)
+  std::vector<forward::Segment> segs_;  ///< the pending step's forward pass
+  std::unique_ptr<KvPolicy> kv_;        ///< the rows each step forwards; with a cache, this sequence's K/V
+  double prep_ms_ = 0;                  ///< time advance() took for the pending step (part of its sample_ms)
   int64_t masks_left_ = 0;
   int64_t steps_run_ = 0;
   bool stopped_ = false;  ///< early stop: the answer is final
@@ -554,7 +397,7 @@ class Sequence::State {
 
 int64_t planned_steps(const SamplerParams& p) {
   if (p.threshold) return p.max_tokens;  // at least one commit per step
-  if (p.schedule == Schedule::kLlada) {
+  if (p.schedule == Schedule::kBlocks) {
     const int64_t nb = p.max_tokens / p.block_length;
     const auto counts = llada_transfer_counts(p.block_length, p.steps / nb);
     return nb * std::count_if(counts.begin(), counts.end(), [](int64_t k) { return k > 0; });
@@ -580,7 +423,7 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
   if (!(p.cfg_scale >= 0.0) || !std::isfinite(p.cfg_scale))
     throw UsageError(q.cfg_scale + " must be >= 0 (got " + std::to_string(p.cfg_scale) +
                      "); 0 turns guidance off");
-  if (p.cfg_scale > 0 && p.schedule == Schedule::kDream)
+  if (p.cfg_scale > 0 && p.schedule == Schedule::kTimesteps)
     throw UsageError(
         q.cfg_scale +
         " applies to LLaDA models (generate.py); Dream's sampler has no classifier-free guidance");
@@ -599,7 +442,7 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
     throw Error(std::string("sampler kernel path ") + isa_name(p.isa) + " is not supported by this CPU");
 
   int64_t max_per_step = 0;
-  if (p.schedule == Schedule::kLlada) {
+  if (p.schedule == Schedule::kBlocks) {
     if (p.block_length <= 0)
       throw UsageError(q.block_length + " must be at least 1 (got " + num(p.block_length) + ")");
     if (p.max_tokens % p.block_length != 0)
@@ -652,7 +495,7 @@ Sequence& Sequence::operator=(Sequence&&) noexcept = default;
 bool Sequence::done() const {
   return state_->done();
 }
-const ForwardRequest& Sequence::next() const {
+std::span<const forward::Segment> Sequence::next() const {
   if (done()) throw Error("Sequence::next: the sequence is done");
   return state_->request();
 }
@@ -676,12 +519,12 @@ GenerateResult Sequence::result() const {
   return state_->result();
 }
 
-GenerateResult generate(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& params,
+GenerateResult generate(forward::Forward& model, std::span<const int32_t> prompt, const SamplerParams& params,
                         const SamplerCallbacks& callbacks) {
   Sequence seq(prompt, params, model.n_vocab(), callbacks);
   while (!seq.done()) {
     const auto t0 = Clock::now();
-    run_request(model, seq.next());
+    model.forward(seq.next());
     seq.accept(ms_since(t0));
   }
   return seq.result();

@@ -1,5 +1,5 @@
 // The denoising loops of LLaDA (block-based, generate.py) and Dream (timestep-based,
-// diffusion_generate / _sample), plus Fast-dLLM confidence-threshold decoding, over a LogitsSource.
+// diffusion_generate / _sample), plus Fast-dLLM confidence-threshold decoding, over a forward::Forward.
 // Semantics, sources and differences from llama-diffusion-cli: docs/sampling.md.
 //
 // Words: the canvas is prompt + max_tokens positions; a masked position holds mask_id; a step runs
@@ -15,14 +15,17 @@
 #include <vector>
 
 #include "base/isa.h"
-#include "diffusion/logits_source.h"
+#include "forward/pass.h"
 
 namespace dllm::diffusion {
 
-/// Which reference loop runs.
+/// Which reference loop runs (loop.h), and which row rule it samples with: block-based (ML-GSAI/LLaDA
+/// generate.py `generate`, LLaDA's rows: Gumbel-max, remasking) or timestep-based (Dream
+/// generation_utils.py `_sample`, Dream's rows: categorical, alg). With a threshold either runs
+/// Fast-dLLM's threshold blocks with its row rule.
 enum class Schedule {
-  kLlada,  ///< block-based: ML-GSAI/LLaDA generate.py `generate`
-  kDream,  ///< timestep-based: Dream generation_utils.py `_sample`
+  kBlocks,
+  kTimesteps,
 };
 
 /// LLaDA `remasking`: which k masked positions of the current block a step commits.
@@ -79,7 +82,7 @@ struct ParamNames {
 };
 
 struct SamplerParams {
-  Schedule schedule = Schedule::kLlada;
+  Schedule schedule = Schedule::kBlocks;
   int64_t max_tokens =
       64;              ///< masked positions appended to the prompt (LLaDA gen_length, Dream max_new_tokens)
   int64_t steps = 64;  ///< total denoising steps, >= 1 (not used when threshold is set)
@@ -129,7 +132,7 @@ struct StepInfo {
   std::span<const int32_t> tokens;     ///< their tokens
   std::span<const float> confidences;  ///< their confidences (the score the step ranked by)
   int64_t masks_left = 0;              ///< masked positions after this step
-  double forward_ms = 0;               ///< time in LogitsSource::logits
+  double forward_ms = 0;               ///< time in the forward pass
   double sample_ms = 0;                ///< time in the sampler's own work
   /// With a cache: true when this step ran the full forward (refresh), false when it ran a window.
   bool cache_refresh = false;
@@ -180,7 +183,7 @@ int64_t planned_steps(const SamplerParams& params);
 /// the caller runs it and writes the logits to next().out, and accept() does the step's sampling
 /// and commit (calling on_step) and moves on to the next step that needs a forward pass (steps that
 /// would commit nothing are skipped, as generate() always did). generate() is this loop over one
-/// LogitsSource; the engine (src/engine) runs the steps of many Sequences in one batched pass.
+/// forward::Forward; the engine (src/engine) runs the steps of many Sequences in one batched pass.
 /// A Sequence's tokens depend only on its prompt, params and the logits it is given.
 class Sequence {
  public:
@@ -195,10 +198,13 @@ class Sequence {
   /// No step is left: every position is committed, the schedule ran out, or (early_stop) the answer
   /// is final. result() is then the generation's result.
   bool done() const;
-  /// The pending step's forward pass. Throws dllm::Error when done().
-  const ForwardRequest& next() const;
-  /// The caller has written next().out; forward_ms is the time that took (StepInfo::forward_ms).
+  /// The pending step's forward pass: one segment (the canvas, or with a cache the refresh or the
+  /// window over the sequence's K/V state), or two for classifier-free guidance (the canvas and its
+  /// prompt-masked copy). The spans point into the Sequence and stay valid until accept().
   /// Throws dllm::Error when done().
+  std::span<const forward::Segment> next() const;
+  /// The caller has run next() (the logits are written); forward_ms is the time that took
+  /// (StepInfo::forward_ms). Throws dllm::Error when done().
   void accept(double forward_ms);
 
   int64_t steps_run() const;  ///< forward passes accepted so far
@@ -217,9 +223,9 @@ class Sequence {
 
 /// Runs the denoising loop: canvas = prompt + max_tokens masks, then steps until every position is
 /// committed or (early_stop) the answer is final. Deterministic for a given seed, whatever
-/// n_threads. Throws what check_params throws, and what the LogitsSource throws. A Sequence driven
-/// by run_request().
-GenerateResult generate(LogitsSource& model, std::span<const int32_t> prompt, const SamplerParams& params,
+/// n_threads. Throws what check_params throws, and what the forward pass throws. A Sequence driven
+/// by model.forward(next()).
+GenerateResult generate(forward::Forward& model, std::span<const int32_t> prompt, const SamplerParams& params,
                         const SamplerCallbacks& callbacks = {});
 
 // ---- Schedules (exposed for tests and --verbose) ----

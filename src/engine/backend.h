@@ -1,7 +1,7 @@
-// Where the forward pass runs (--device cpu | gpu | auto): one object per device that is both the
-// samplers' LogitsSource (`run`) and the forward pass `logits` calls (LogitsSource::logits), plus
-// what the CLI reports about it. It states what it runs natively (support()); make_backend refuses or
-// warns, naming the flag, when the run asks for more.
+// Where the forward pass runs (--device cpu | gpu | auto): one object per device that is the forward
+// pass of `run`, `logits` and `serve` (forward::Forward), plus what the CLI reports about it. It states
+// what it runs natively (capabilities()); make_backend refuses or warns, naming the flag, when the run
+// asks for more.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "diffusion/logits_source.h"
 #include "diffusion/sampler.h"
+#include "forward/pass.h"
 
 namespace dllm::model {
 class Model;
@@ -29,9 +29,7 @@ struct BackendOptions {
 };
 
 /// A prepared forward pass on one device. Keeps a reference to the model, which must outlive it.
-/// LogitsSource::logits() gives the unshifted logits of tokens[rows[j]] (rows.size() x n_vocab, as
-/// cpu::CpuForward::forward); logits_cached() and logits_batch() run natively where support() says so.
-class Backend : public diffusion::LogitsSource {
+class Backend : public forward::Forward {
  public:
   /// "cpu" or "gpu".
   virtual const char* device() const = 0;
@@ -45,33 +43,44 @@ class Backend : public diffusion::LogitsSource {
   /// What check_support said about this device and the options it was built for, one message each
   /// (no "warning: " prefix): the caller prints them.
   std::vector<std::string> warnings;
+  /// Notes for the user (no "note: " prefix): why --device auto stayed on the CPU although a GPU is
+  /// there. The caller prints them.
+  std::vector<std::string> notes;
 };
 
 /// Checks what a run asks for beyond plain forward passes against what `device` ("cpu", "gpu") runs
 /// natively, before the device is set up:
-/// - `--cache prefix|dual` without cached steps: dllm::UsageError naming the flag and the ways out. The
-///   stand-in would run a full pass per step, so the text would be that of --cache none (not what the
-///   same flags give on the CPU, Fast-dLLM's approximation) and no step would be faster: a flag that
-///   silently changes meaning is refused, as llama.cpp refuses an unsupported combination.
-/// - a batch (`--cfg-scale`'s two canvases) above support.max_batch: a warning, returned. Each canvas
+/// - `--cache prefix|dual` without K/V states: dllm::UsageError naming the flag and the ways out. A
+///   full pass per step instead would give the text of --cache none (not what the same flags give on
+///   the CPU, Fast-dLLM's approximation) and no step would be faster: a flag that silently changes
+///   meaning is refused, as llama.cpp refuses an unsupported combination.
+/// - a batch (`--cfg-scale`'s two canvases) above caps.max_segments: a warning, returned. Each canvas
 ///   then gets its own pass: the same logits, so the same text, only slower.
 /// Returns the warnings (empty when the device runs everything natively).
-std::vector<std::string> check_support(const diffusion::SourceSupport& support, const std::string& device,
+std::vector<std::string> check_support(const forward::Capabilities& caps, const std::string& device,
                                        const BackendOptions& options);
 
-/// Why `--device auto` keeps `model` run with `options` on the CPU even where a GPU is found, or "" when
-/// the GPU may take it: a MoE or Q/K-norm model (no GPU kernels), --cache prefix|dual (no cached steps
-/// on the GPU), or a weight matrix that is not Q4_K / Q6_K (Q8_0 / Q5_K have no GPU kernel; F32 / F16 /
-/// BF16 ran 5e-4 from the f64 reference on an H200, docs/gpu.md). The reason names the tensor or flag.
-std::string auto_keeps_on_cpu(const model::Model& model, const BackendOptions& options);
+/// What the GPU does not do for `model` run with `options` (the one check behind --device auto and
+/// --device gpu): `lacks` (no kernel for a block, shape or weight type, cuda/support.h; or a request it
+/// does not run natively: --cache prefix|dual) and `unverified` (it runs, but F32 / F16 / BF16 weight
+/// matrices were 2-6e-4 from the f64 reference on an H200, docs/gpu.md). Each names the block, tensor or
+/// flag; both empty: the GPU runs it as checked.
+struct GpuSupport {
+  std::string lacks;
+  std::string unverified;
+  /// Why --device auto stays on the CPU: lacks, else unverified ("" when the GPU may take it).
+  const std::string& reason() const { return lacks.empty() ? unverified : lacks; }
+};
+GpuSupport unsupported(const model::Model& model, const BackendOptions& options);
 
 /// Builds the backend --device asks for. Throws dllm::UsageError for an unknown --device/--gpu-gemm
-/// and what check_support throws (before any GPU work), dllm::Error "no GPU found: <reason> (run with
-/// --device cpu)" for --device gpu without a usable GPU (also in builds without CUDA), and what
-/// CpuForward / GpuForward throw (weight types without a kernel, too little GPU memory), and
-/// dllm::Error "<arch>: MoE models run on the CPU only for now (run with --device cpu)" for --device
-/// gpu on a llada-moe / rnd1 model. `auto` falls back to the CPU when no GPU is found and where
-/// auto_keeps_on_cpu says so; `why_cpu` (when not null) receives the reason.
+/// and what check_support throws (before any GPU work), dllm::Error "<arch>: <what the GPU lacks> (run
+/// with --device cpu)" for --device gpu on a model the GPU cannot run (unsupported().lacks; a model it
+/// runs unverified runs), dllm::Error "no GPU found: <reason> (run with --device cpu)" for --device gpu
+/// without a usable GPU (also in builds without CUDA), and what CpuForward / GpuForward throw (too
+/// little GPU memory). `auto` takes the GPU when one is found and unsupported() says nothing; else the
+/// CPU, with a note naming the reason when a GPU was found. `why_cpu` (when not null) receives the
+/// reason auto chose the CPU.
 std::unique_ptr<Backend> make_backend(const model::Model& model, const BackendOptions& options,
                                       std::string* why_cpu = nullptr);
 

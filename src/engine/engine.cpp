@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "engine/backend.h"
+#include "engine/sampler_options.h"
 
 namespace dllm::engine {
 
@@ -74,7 +75,7 @@ const std::vector<double>& step_bounds() {
 
 struct Engine::Impl {
   EngineOptions opt;
-  std::unique_ptr<diffusion::LogitsSource> source;
+  std::unique_ptr<forward::Forward> source;
   Backend* backend = nullptr;  ///< source, when it is a device backend
   int64_t n_vocab = 0;
 
@@ -86,8 +87,7 @@ struct Engine::Impl {
   double recent_run_ms = 1000;  ///< moving average of finished jobs' run time (Retry-After)
   std::thread scheduler;
 
-  Impl(std::unique_ptr<diffusion::LogitsSource> src, const EngineOptions& o)
-      : opt(o), source(std::move(src)) {
+  Impl(std::unique_ptr<forward::Forward> src, const EngineOptions& o) : opt(o), source(std::move(src)) {
     backend = dynamic_cast<Backend*>(source.get());
     n_vocab = source->n_vocab();
     metrics.step_ms_bounds = step_bounds();
@@ -101,16 +101,7 @@ struct Engine::Impl {
   std::vector<std::string> check(const JobSpec& spec) const {
     const auto n_prompt = static_cast<int64_t>(spec.prompt.size());
     std::vector<std::string> warnings = diffusion::check_params(spec.params, n_prompt, n_vocab);
-    const std::string cap = std::to_string(opt.max_canvas);
-    if (n_prompt >= opt.max_canvas)
-      throw UsageError("the prompt is " + std::to_string(n_prompt) + " tokens and the longest canvas is " +
-                       cap + " tokens, which leaves no room for an answer: shorten the prompt");
-    if (n_prompt + spec.params.max_tokens > opt.max_canvas)
-      throw UsageError("the canvas is " + std::to_string(n_prompt + spec.params.max_tokens) +
-                       " tokens (prompt " + std::to_string(n_prompt) + " + max_tokens " +
-                       std::to_string(spec.params.max_tokens) + "), longer than the longest canvas of " +
-                       cap + " tokens: use max_tokens " + std::to_string(opt.max_canvas - n_prompt) +
-                       " or less, or shorten the prompt");
+    check_canvas_fits(n_prompt, spec.params.max_tokens, opt.max_canvas, "the longest canvas", "max_tokens");
     for (size_t i = 0; i < spec.prompt.size(); ++i)
       if (spec.prompt[i] < 0 || spec.prompt[i] >= n_vocab)
         throw UsageError("prompt token id " + std::to_string(spec.prompt[i]) + " at position " +
@@ -120,7 +111,8 @@ struct Engine::Impl {
     bo.device = backend ? backend->device() : "cpu";
     bo.max_batch = spec.params.cfg_scale > 0 ? 2 : 1;
     bo.cache = spec.params.cache;
-    for (std::string& w : check_support(source->support(), bo.device, bo)) warnings.push_back(std::move(w));
+    for (std::string& w : check_support(source->capabilities(), bo.device, bo))
+      warnings.push_back(std::move(w));
     return warnings;
   }
 
@@ -171,16 +163,13 @@ struct Engine::Impl {
     return stopping;
   }
 
-  /// A job being stepped: its sequence and the KV cache slot its cached steps use (the scheduler
-  /// thread's alone).
+  /// A job being stepped: its sequence (which owns its K/V state; the scheduler thread's alone).
   struct Active {
     std::shared_ptr<JobImpl> job;
     std::unique_ptr<diffusion::Sequence> seq;
-    int64_t slot = 0;
     Clock::time_point started;
   };
   std::vector<Active> active;
-  std::vector<bool> slot_used;
 
   void end_job(JobImpl& job, JobStatus status, std::string error, diffusion::GenerateResult gen,
                double queue_ms, double run_ms) {
@@ -195,20 +184,19 @@ struct Engine::Impl {
     job.finish(std::move(r));
   }
 
-  /// Ends active[i] and frees its slot.
+  /// Ends active[i] (its sequence, and so its K/V state, goes).
   void end_active(size_t i, JobStatus status, std::string error) {
     Active& a = active[i];
     const auto now = Clock::now();
     diffusion::GenerateResult gen = a.seq ? a.seq->result() : diffusion::GenerateResult{};
     end_job(*a.job, status, std::move(error), std::move(gen), ms_between(a.job->submitted, a.started),
             ms_between(a.started, now));
-    slot_used[static_cast<size_t>(a.slot)] = false;
     active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
     std::lock_guard lock(m);
     metrics.active = static_cast<int64_t>(active.size());
   }
 
-  /// Moves queued jobs into free slots (up to `parallel` active) and builds their sequences.
+  /// Moves queued jobs into the active set (up to `parallel`) and builds their sequences.
   void admit() {
     std::vector<std::shared_ptr<JobImpl>> taken;
     {
@@ -224,10 +212,6 @@ struct Engine::Impl {
       Active a;
       a.job = job;
       a.started = Clock::now();
-      const size_t slot =
-          static_cast<size_t>(std::find(slot_used.begin(), slot_used.end(), false) - slot_used.begin());
-      a.slot = static_cast<int64_t>(slot);
-      slot_used[slot] = true;
       active.push_back(std::move(a));
       const size_t i = active.size() - 1;
       if (job->cancelled.load()) {
@@ -272,22 +256,23 @@ struct Engine::Impl {
   }
   int64_t step_committed_ = 0;  ///< tokens committed in the scheduler step in progress
 
-  /// One scheduler step: the next step of every active sequence, packed into as few forward passes
-  /// as the source's max_packed_rows allows (one request per pass without a packed pass).
+  /// One scheduler step: the next step of every active sequence, their segments packed into as few
+  /// forward passes as the source's capabilities allow (max_rows activation rows and max_segments
+  /// segments per pass).
   void step() {
     const auto t0 = Clock::now();
     step_committed_ = 0;
-    const int64_t cap = source->support().max_packed_rows;
-    std::vector<diffusion::PackedRequest> reqs;
-    std::vector<size_t> who;  // active index of each request
+    const forward::Capabilities caps = source->capabilities();
+    std::vector<forward::Segment> segs;
+    std::vector<size_t> who;  // active index of each sequence in the pass
     std::vector<bool> failed(active.size(), false);
     std::vector<std::string> why(active.size());
     int64_t passes = 0, seq_steps = 0;
     auto flush = [&] {
-      if (reqs.empty()) return;
+      if (segs.empty()) return;
       const auto tf = Clock::now();
       try {
-        source->logits_packed(reqs);
+        source->forward(segs);
       } catch (const std::exception& e) {
         for (size_t i : who) failed[i] = true, why[i] = e.what();
       }
@@ -303,18 +288,20 @@ struct Engine::Impl {
           why[i] = e.what();
         }
       }
-      reqs.clear();
+      segs.clear();
       who.clear();
     };
     int64_t rows = 0;
     for (size_t i = 0; i < active.size(); ++i) {
-      const diffusion::ForwardRequest& r = active[i].seq->next();
-      const int64_t n = diffusion::LogitsSource::packed_rows(r);
-      if (!reqs.empty() && (cap <= 0 || rows + n > cap)) {
+      const std::span<const forward::Segment> next = active[i].seq->next();
+      int64_t n = 0;
+      for (const forward::Segment& s : next) n += s.n_rows();
+      const auto n_segs = static_cast<int64_t>(segs.size() + next.size());
+      if (!segs.empty() && (rows + n > caps.max_rows || n_segs > caps.max_segments)) {
         flush();
         rows = 0;
       }
-      reqs.push_back({&r, active[i].slot});
+      segs.insert(segs.end(), next.begin(), next.end());
       who.push_back(i);
       rows += n;
     }
@@ -340,7 +327,6 @@ struct Engine::Impl {
 
   /// The scheduler thread: admit, drop cancelled jobs, step, until shutdown.
   void loop() {
-    slot_used.assign(static_cast<size_t>(opt.parallel), false);
     for (;;) {
       {
         std::unique_lock lock(m);
@@ -386,7 +372,7 @@ void check_options(const EngineOptions& o) {
                      ")");
 }
 
-std::unique_ptr<diffusion::LogitsSource> make_source(const model::Model& model, const EngineOptions& o) {
+std::unique_ptr<forward::Forward> make_source(const model::Model& model, const EngineOptions& o) {
   check_options(o);
   BackendOptions bo;
   bo.device = o.device;
@@ -407,7 +393,7 @@ Engine::Engine(const model::Model& model, const EngineOptions& options)
   impl_->start();
 }
 
-Engine::Engine(std::unique_ptr<diffusion::LogitsSource> source, const EngineOptions& options) {
+Engine::Engine(std::unique_ptr<forward::Forward> source, const EngineOptions& options) {
   check_options(options);
   impl_ = std::make_unique<Impl>(std::move(source), options);
   impl_->start();
@@ -436,6 +422,10 @@ void Engine::shutdown() {
 
 int64_t Engine::n_vocab() const {
   return impl_->n_vocab;
+}
+
+std::vector<std::string> Engine::notes() const {
+  return impl_->backend ? impl_->backend->notes : std::vector<std::string>{};
 }
 
 std::string Engine::describe() const {

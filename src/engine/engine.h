@@ -1,10 +1,11 @@
 // The batching engine: one model on one device, one scheduler thread, and many generation jobs.
 // Up to EngineOptions::parallel jobs are active at once; each step of the scheduler runs the next
-// denoising step of every active job, packed into one forward pass where the backend has one
-// (LogitsSource::logits_packed: the CPU; the GPU runs one pass per job); the others wait in a
-// bounded queue. Jobs of any settings batch together (schedules, caches, thresholds, lengths; a CFG
-// pair takes two canvases' rows). `dllm serve` (src/server)
-// submits one job per HTTP request; the results of a job do not depend on what else runs with it.
+// denoising step of every active job, their segments packed into one forward pass as far as the
+// device's capabilities allow (the CPU: all of them; the GPU: one segment per pass); the others wait
+// in a bounded queue. Each job's sequence owns its K/V state: nothing is kept per slot. Jobs of any settings
+// batch together (schedules, caches, thresholds, lengths; a CFG pair takes two canvases' rows). `dllm serve`
+// (src/server) submits one job per HTTP request; the results of a job do not depend on what else runs with
+// it.
 //
 // Threads: submit(), metrics(), shutdown() and every Job method may be called from any thread. The
 // on_step callback runs on the scheduler thread: it must return quickly and must not call back into
@@ -19,8 +20,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "diffusion/logits_source.h"
 #include "diffusion/sampler.h"
+#include "forward/pass.h"
 
 namespace dllm::model {
 class Model;
@@ -108,8 +109,9 @@ struct EngineOptions {
   int threads = 0;                ///< CPU forward threads; 0 = physical cores
   std::string isa;                ///< CPU kernel path; "" = choose_isa's default
   /// Longest canvas (prompt + max_tokens) a job may have. Required (> 0). The CPU backend's
-  /// activation buffers hold max(2, parallel) x max_canvas rows (every active canvas in one pass;
-  /// 2: a CFG pair), and each active job's KV cache (dual / prefix) n_layer x max_canvas K and V rows.
+  /// activation buffers may grow to max(2, parallel) x max_canvas rows (every active canvas in one
+  /// pass; 2: a CFG pair) as the passes need them, and each job's K/V state (dual / prefix) to
+  /// n_layer x its canvas K and V rows, freed when the job ends.
   int64_t max_canvas = 0;
 };
 
@@ -139,8 +141,8 @@ class Engine {
   /// dllm::UsageError for bad options (parallel < 1, queue < 0, max_canvas <= 0) and what
   /// make_backend throws.
   Engine(const model::Model& model, const EngineOptions& options);
-  /// Over any LogitsSource (tests: scripted logits). Its support() says what runs natively.
-  Engine(std::unique_ptr<diffusion::LogitsSource> source, const EngineOptions& options);
+  /// Over any forward::Forward (tests: scripted logits). Its capabilities() say what runs natively.
+  Engine(std::unique_ptr<forward::Forward> source, const EngineOptions& options);
   /// shutdown().
   ~Engine();
   Engine(const Engine&) = delete;
@@ -166,6 +168,8 @@ class Engine {
   int64_t n_vocab() const;
   /// One line naming the device and kernels ("device: cpu (avx2, 2 threads)"); "" over a bare source.
   std::string describe() const;
+  /// The backend's notes (Backend::notes: why --device auto stayed on the CPU although a GPU is there).
+  std::vector<std::string> notes() const;
   const EngineOptions& options() const;
 
   struct Impl;

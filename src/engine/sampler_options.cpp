@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "base/error.h"
-#include "model/config.h"
+#include "model/arch.h"
 #include "tokenizer/tokenizer.h"
 
 namespace dllm::engine {
@@ -22,6 +22,24 @@ std::string setting(const std::string& field, SettingNames names) {
 }
 
 }  // namespace
+
+void check_canvas_fits(int64_t n_prompt, int64_t max_tokens, int64_t limit, const std::string& limit_name,
+                       const std::string& max_tokens_name) {
+  const std::string cap = std::to_string(limit);
+  if (n_prompt >= limit) {
+    throw CanvasTooLong("the prompt is " + std::to_string(n_prompt) + " tokens and " + limit_name + " is " +
+                            cap + " tokens, which leaves no room for an answer: shorten the prompt",
+                        true);
+  }
+  if (n_prompt + max_tokens > limit) {
+    throw CanvasTooLong("the canvas is " + std::to_string(n_prompt + max_tokens) + " tokens (prompt " +
+                            std::to_string(n_prompt) + " + " + max_tokens_name + " " +
+                            std::to_string(max_tokens) + "), longer than " + limit_name + " of " + cap +
+                            " tokens: use " + max_tokens_name + " " + std::to_string(limit - n_prompt) +
+                            " or less, or shorten the prompt",
+                        false);
+  }
+}
 
 diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::ModelConfig& cfg,
                                         const tokenizer::Tokenizer& tok, int64_t n_vocab,
@@ -59,8 +77,8 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
   p.end_ids = tok.eog_ids();
   p.sampleable = tok.sampleable_mask(static_cast<int32_t>(n_vocab));
 
-  if (cfg.arch == model::Arch::kLlada || cfg.arch == model::Arch::kLladaMoe) {
-    p.schedule = diffusion::Schedule::kLlada;
+  if (cfg.arch->loop == model::DefaultLoop::kLladaBlocks) {
+    p.schedule = diffusion::Schedule::kBlocks;
     p.remasking = diffusion::parse_remasking(o.remasking.value_or("low_confidence"));
     // One block when max_tokens is not a multiple of the default 32 and no block length was given.
     const int64_t bl = o.block_length.value_or(32);
@@ -73,7 +91,7 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
         warnings.push_back(setting(fields[i], names) + " applies to Dream models; ignored for llada");
     }
   } else {
-    p.schedule = diffusion::Schedule::kDream;
+    p.schedule = diffusion::Schedule::kTimesteps;
     p.alg = diffusion::parse_dream_alg(o.alg.value_or("entropy"));
     p.alg_temp = o.alg_temp.value_or(0.0);
     p.top_p = o.top_p.value_or(1.0);

@@ -1,8 +1,9 @@
-// The request settings of one generation (the flags of `dllm run`, the fields of a `dllm serve`
-// request) turned into diffusion::SamplerParams with the architecture's defaults for what was not
-// given (README "Defaults": LLaDA follows generate.py's chat settings, block 32, steps = max tokens,
-// low_confidence, temperature 0; Dream its model card's alg entropy, temperature 0, eps 1e-3). One
-// function, so `run` and `serve` give the same text for the same settings.
+// The one option resolver of `run` and `serve`: the request settings of one generation (the flags of
+// `dllm run`, the fields of a `dllm serve` request) turned into diffusion::SamplerParams with the
+// architecture's defaults for what was not given (its default loop, model/arch.h), and the canvas-fit
+// check both (and the engine) apply (README "Defaults": LLaDA follows generate.py's chat settings, block 32,
+// steps = max tokens, low_confidence, temperature 0; Dream its model card's alg entropy, temperature 0, eps
+// 1e-3). One function, so `run` and `serve` give the same text for the same settings.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "base/isa.h"
 #include "diffusion/sampler.h"
 
@@ -46,6 +48,27 @@ struct SamplerOptions {
 
 /// How warnings name a setting: `run`'s flags ("--alg-temp") or a request's JSON fields ("alg_temp").
 enum class SettingNames { kFlags, kFields };
+
+/// The canvas does not fit: the prompt alone (prompt_alone(): lowering max_tokens cannot help) or
+/// prompt + max_tokens. A UsageError (exit 2); the server answers 400 context_length_exceeded.
+class CanvasTooLong : public UsageError {
+ public:
+  CanvasTooLong(const std::string& message, bool prompt_alone)
+      : UsageError(message), prompt_alone_(prompt_alone) {}
+  bool prompt_alone() const { return prompt_alone_; }
+
+ private:
+  bool prompt_alone_;
+};
+
+/// The canvas-fit check of run (against the model's context), serve (against its context) and the
+/// engine (against its longest canvas): throws CanvasTooLong naming the one thing to change, with
+/// exactly "the prompt is <n> tokens and <limit_name> is <limit> tokens, which leaves no room for an
+/// answer: shorten the prompt" or "the canvas is <n + m> tokens (prompt <n> + <max_tokens_name> <m>),
+/// longer than <limit_name> of <limit> tokens: use <max_tokens_name> <limit - n> or less, or shorten
+/// the prompt".
+void check_canvas_fits(int64_t n_prompt, int64_t max_tokens, int64_t limit, const std::string& limit_name,
+                       const std::string& max_tokens_name);
 
 /// SamplerParams for `cfg` (the schedule, shift_logits) and `tok` (mask id, end ids, which of the
 /// n_vocab logit rows may be sampled). Settings meant for the other architecture are ignored with a

@@ -22,74 +22,73 @@ ForwardPlan::ForwardPlan(const Model& model, int64_t max_tokens, int max_batch,
   max_batch_ = max_batch;
   if (rope_mode) config_.rope_mode = *rope_mode;
   layers_ = describe_layers(config_);
+  for (size_t il = 0; il < layers_.size(); ++il) {
+    if (layers_[il].n_head_kv != layers_[0].n_head_kv) {
+      throw Error("layer " + std::to_string(il) + " has " + std::to_string(layers_[il].n_head_kv) +
+                  " K/V heads, layer 0 " + std::to_string(layers_[0].n_head_kv) +
+                  ": per-layer K/V head counts are not implemented");
+    }
+    // Layers of one (n_rot, base) share a RoPE table: the table of the first such layer.
+    size_t t = 0;
+    while (t < rope_layers_.size() && (layers_[rope_layers_[t]].n_rot != layers_[il].n_rot ||
+                                       layers_[rope_layers_[t]].rope_freq_base != layers_[il].rope_freq_base))
+      ++t;
+    if (t == rope_layers_.size()) rope_layers_.push_back(il);
+    rope_of_layer_.push_back(t);
+  }
   widths_.embd = config_.n_embd;
   widths_.q = config_.n_head * config_.head_dim;
   widths_.kv = config_.n_head_kv * config_.head_dim;
   widths_.ff = config_.n_ff;
 }
 
-RopeTable ForwardPlan::make_rope_table() const {
-  return RopeTable(config_.head_dim, max_tokens_, config_.rope_freq_base);
+std::vector<RopeTable> ForwardPlan::make_rope_tables() const {
+  std::vector<RopeTable> tables;
+  for (const size_t il : rope_layers_)
+    tables.emplace_back(layers_[il].n_rot, max_tokens_, layers_[il].rope_freq_base);
+  return tables;
 }
 
-void ForwardPlan::check_tokens(std::span<const int32_t> tokens, int64_t n) const {
+int64_t ForwardPlan::check_segment(const forward::Segment& s) const {
+  const int64_t n = s.n_rows(), first = s.first;
   if (n <= 0 || n > max_tokens_) {
     throw Error("forward: " + std::to_string(n) + " tokens, expected 1.." + std::to_string(max_tokens_) +
                 " (max_tokens)");
   }
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    if (tokens[t] < 0 || tokens[t] >= n_vocab_embd_) {
-      throw Error("token id " + std::to_string(tokens[t]) + " at position " + std::to_string(t % n) +
+  if (first < 0 || first + n > max_tokens_) {
+    throw Error("forward: positions " + std::to_string(first) + ".." + std::to_string(first + n - 1) +
+                " reach past max_tokens " + std::to_string(max_tokens_));
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    if (s.tokens[t] < 0 || s.tokens[t] >= n_vocab_embd_) {
+      throw Error("token id " + std::to_string(s.tokens[t]) + " at position " + std::to_string(first + t) +
                   " is outside the vocabulary [0, " + std::to_string(n_vocab_embd_) + ")");
     }
   }
-}
-
-void ForwardPlan::check_rows(std::span<const int32_t> rows, int64_t begin, int64_t end) const {
-  if (static_cast<int64_t>(rows.size()) > max_tokens_) {
-    throw Error("forward: " + std::to_string(rows.size()) + " logits rows requested, at most " +
+  if (static_cast<int64_t>(s.logit_rows.size()) > max_tokens_) {
+    throw Error("forward: " + std::to_string(s.logit_rows.size()) + " logits rows requested, at most " +
                 std::to_string(max_tokens_));
   }
-  for (const int32_t r : rows) {
-    if (r < begin || r >= end) {
+  for (const int32_t r : s.logit_rows) {
+    if (r < first || r >= first + n) {
       throw Error("logits row " + std::to_string(r) + " is outside the " +
-                  (begin == 0 ? std::string("sequence") : std::string("window")) + " [" +
-                  std::to_string(begin) + ", " + std::to_string(end) + ")");
+                  (first == 0 ? std::string("sequence") : std::string("window")) + " [" +
+                  std::to_string(first) + ", " + std::to_string(first + n) + ")");
     }
   }
-}
-
-RowLayout ForwardPlan::check_forward(std::span<const int32_t> tokens, std::span<const int32_t> rows) const {
-  const auto n = static_cast<int64_t>(tokens.size());
-  check_tokens(tokens, n);
-  check_rows(rows, 0, n);
-  return RowLayout{1, n, 0, n};
-}
-
-RowLayout ForwardPlan::check_batch(std::span<const int32_t> tokens, int64_t n_seq,
-                                   std::span<const int32_t> rows) const {
-  if (n_seq < 1 || n_seq > max_batch_) {
-    throw Error("forward_batch: " + std::to_string(n_seq) + " sequences, expected 1.." +
-                std::to_string(max_batch_) + " (max_batch)");
+  if (s.kv == nullptr) {
+    if (first != 0) {
+      throw Error("forward: a segment without a K/V state starts at position 0 (got " +
+                  std::to_string(first) + ")");
+    }
+    return n;
   }
-  if (tokens.size() % static_cast<size_t>(n_seq) != 0) {
-    throw Error("forward_batch: " + std::to_string(tokens.size()) + " tokens do not split into " +
-                std::to_string(n_seq) + " sequences of one length");
+  if (first > s.kv->rows()) {
+    throw Error("forward: the K/V state holds " + std::to_string(s.kv->rows()) +
+                " positions, the segment starts at " + std::to_string(first) +
+                ": run a refresh step first (the keys between would be missing)");
   }
-  const auto n = static_cast<int64_t>(tokens.size()) / n_seq;
-  check_tokens(tokens, n);
-  check_rows(rows, 0, n);
-  return RowLayout{n_seq, n, 0, n};
-}
-
-RowLayout ForwardPlan::check_window(int64_t n, int64_t begin, int64_t end,
-                                    std::span<const int32_t> rows) const {
-  if (begin < 0 || end > n || begin >= end) {
-    throw Error("forward_window: window [" + std::to_string(begin) + ", " + std::to_string(end) +
-                ") is empty or outside the canvas [0, " + std::to_string(n) + ")");
-  }
-  check_rows(rows, begin, end);
-  return RowLayout{1, n, begin, end};
+  return std::max(s.kv->rows(), first + n);
 }
 
 }  // namespace dllm::model

@@ -1,16 +1,18 @@
 // The layer sequence of a model as data: what each transformer block computes, decided once from the
-// config. Model::load binds the tensors a description names; the CPU and GPU forward passes run it
-// block by block and never look at the architecture name. Adding an architecture means describing
-// its layers here (layer_desc.cpp) and binding their tensors (model.cpp); a backend changes only
-// when a description asks for an operation it does not have yet.
+// config by the architecture's description (arch.h). Model::load binds the tensors a description
+// names (tensors.h); model::ForwardDriver runs it block by block over a device's operations, and no
+// device looks at the architecture name. A description names blocks; a device implements them, and
+// refuses (engine::unsupported) those it does not have.
 //
-// Every layer is pre-norm, Llama-style, bidirectional (llama.cpp src/models/llada.cpp, dream.cpp,
-// llada-moe.cpp, rnd1.cpp):
+// Every layer is pre-norm, Llama-style (llama.cpp src/models/llada.cpp, dream.cpp, llada-moe.cpp,
+// rnd1.cpp):
 //   h = RMSNorm(x) * attn_norm
 //   q, k, v = h Wq (+ bq), h Wk (+ bk), h Wv (+ bv)        biases when qkv_bias
 //   q, k = RMSNorm_head(q) * q_norm, RMSNorm_head(k) * k_norm   per head of head_dim, when qk_norm
-//   q, k = RoPE(q), RoPE(k)                                 pairs as rope_mode
-//   x += (softmax(q k^T / sqrt(head_dim)) v) Wo             per head, GQA, no mask
+//   q, k = RoPE(q), RoPE(k)                                 the first n_rot dims, pairs as rope_mode
+//   x += (softmax(q k^T / sqrt(head_dim)) v) Wo             per head, GQA, each row over the keys its
+//                                                           segment's mask rule and the layer's
+//                                                           window give it (forward/mask.h)
 //   h = RMSNorm(x) * ffn_norm
 //   x += FFN(h)                                             as ffn
 // and after the last layer: logits = (RMSNorm(x) * output_norm) Woutput.
@@ -26,9 +28,9 @@ namespace dllm::model {
 /// The feed-forward block of a layer.
 enum class FfnKind {
   kDense,  ///< SwiGLU: (silu(h Wgate) * (h Wup)) Wdown (llama.cpp build_ffn, LLM_FFN_SILU, LLM_FFN_PAR)
-  /// Routed experts: softmax over h Wrouter, the n_expert_used most probable experts (weights
-  /// renormalised to sum 1 when expert_weights_norm), each a SwiGLU of n_ff_exp, weighted sum
-  /// (llama.cpp build_moe_ffn, src/llama-graph.cpp; cpu/moe.h).
+  /// Routed experts as the config's routing fields say (ModelConfig: gating, selection bias, groups,
+  /// shared experts, normalisation, scale), each a SwiGLU of n_ff_exp, weighted sum (llama.cpp
+  /// build_moe_ffn, src/llama-graph.cpp; cpu/moe.h).
   kMoe,
 };
 
@@ -37,12 +39,22 @@ struct LayerDesc {
   bool qkv_bias = false;  ///< q, k, v add blk.N.attn_{q,k,v}.bias (Dream)
   bool qk_norm = false;   ///< per-head RMSNorm of q and k, blk.N.attn_{q,k}_norm (LLaDA-MoE, RND1)
   RopeMode rope_mode = RopeMode::kNorm;  ///< RoPE pairing of q and k
+  int64_t n_rot = 0;                     ///< dims of each head RoPE rotates (the first n_rot)
+  float rope_freq_base = 10000.f;        ///< RoPE base of this layer (DiffusionGemma: global vs sliding)
+  int64_t n_head_kv = 0;                 ///< K/V heads of this layer
+  /// Sliding-window attention: each row keeps the window - 1 keys before its mask group
+  /// (forward/mask.h); 0: no window (every layer of ours).
+  int64_t window = 0;
   FfnKind ffn = FfnKind::kDense;
 };
 
-/// The n_layer blocks of a model with config `c`, in order: LLaDA no biases, kNorm RoPE, dense FFN;
-/// Dream q/k/v biases, kNeox RoPE, dense FFN; LLaDA-MoE and RND1 Q/K norms, kNeox RoPE, routed experts
-/// (c.has_qkv_bias, c.has_qk_norm, c.rope_mode, c.is_moe()).
+/// A layer of the config's shared features (its biases, Q/K norm, RoPE, KV heads) with a dense FFN:
+/// every layer of LLaDA and Dream.
+LayerDesc dense_layer(const ModelConfig& c, int64_t il);
+/// The same with routed experts, except the first n_layer_dense_lead layers (dense): LLaDA-MoE, RND1.
+LayerDesc routed_layer(const ModelConfig& c, int64_t il);
+
+/// The n_layer blocks of a model with config `c`, in order (c.arch->layer).
 std::vector<LayerDesc> describe_layers(const ModelConfig& c);
 
 /// Block `il` (0 <= il < c.n_layer) of describe_layers(c), without making the others: Model::load

@@ -1,9 +1,6 @@
-// Model::load: binds the GGUF tensors of a LLaDA / Dream / LLaDA-MoE / RND1 file by their llama.cpp
-// names (src/llama-arch.cpp LLM_TENSOR_NAMES: token_embd, output_norm, output, blk.N.attn_norm, attn_q,
-// attn_k, attn_v, attn_output, attn_q/k/v.bias, attn_q_norm, attn_k_norm, ffn_norm, ffn_gate, ffn_up,
-// ffn_down, and for the MoE archs ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps with the
-// shapes of src/models/llada-moe.cpp / rnd1.cpp load_arch_tensors) and checks each one's shape and type
-// before any compute.
+// Model::load: binds the GGUF tensors by their llama.cpp names (src/llama-arch.cpp LLM_TENSOR_NAMES):
+// token_embd, output_norm, output, and each layer's as its description names them (tensors.h), and
+// checks each one's shape and type before any compute.
 #include "model/model.h"
 
 #include <map>
@@ -11,6 +8,7 @@
 
 #include "base/error.h"
 #include "model/layer_desc.h"
+#include "model/tensors.h"
 #include "quant/quant.h"
 
 namespace dllm::model {
@@ -29,10 +27,9 @@ std::string shape_string(const int64_t* ne, uint32_t n) {
 /// Finds `name` and checks its shape (ggml ne order). Trailing dimensions of 1 are ignored, so a
 /// 1-D tensor stored as [n, 1] still matches [n].
 const gguf::TensorInfo& require(const gguf::GgufFile& file, const std::string& name,
-                                std::initializer_list<int64_t> expected) {
+                                const std::vector<int64_t>& want) {
   const gguf::TensorInfo* t = file.find_tensor(name);
   if (!t) throw Error("required tensor missing: " + name);
-  const std::vector<int64_t> want(expected);
   bool ok = true;
   for (uint32_t i = 0; i < 4; ++i) {
     const int64_t w = i < want.size() ? want[i] : 1;
@@ -67,10 +64,7 @@ Model::Model(const gguf::GgufFile& file) : file_(&file), config_(read_config(fil
 Model Model::load(const gguf::GgufFile& file) {
   Model m(file);
   const ModelConfig& c = m.config_;
-  const int64_t hd = c.head_dim;
-  const int64_t n_q = c.n_head * hd;
-  const int64_t n_kv = c.n_head_kv * hd;
-  auto bind = [&](const std::string& name, std::initializer_list<int64_t> shape) {
+  auto bind = [&](const std::string& name, const std::vector<int64_t>& shape) {
     const gguf::TensorInfo* t = &require(file, name, shape);
     m.bound_.push_back(t);
     return t;
@@ -100,34 +94,12 @@ Model Model::load(const gguf::GgufFile& file) {
     const LayerDesc d = describe_layer(c, i);
     LayerWeights& l = m.layers_.emplace_back();
     const std::string p = "blk." + std::to_string(i) + ".";
-    l.attn_norm = decode_vector(file, *bind(p + "attn_norm.weight", {c.n_embd}));
-    l.attn_q = bind(p + "attn_q.weight", {c.n_embd, n_q});
-    l.attn_k = bind(p + "attn_k.weight", {c.n_embd, n_kv});
-    l.attn_v = bind(p + "attn_v.weight", {c.n_embd, n_kv});
-    if (d.qkv_bias) {
-      l.attn_q_bias = decode_vector(file, *bind(p + "attn_q.bias", {n_q}));
-      l.attn_k_bias = decode_vector(file, *bind(p + "attn_k.bias", {n_kv}));
-      l.attn_v_bias = decode_vector(file, *bind(p + "attn_v.bias", {n_kv}));
-    }
-    if (d.qk_norm) {
-      l.attn_q_norm = decode_vector(file, *bind(p + "attn_q_norm.weight", {hd}));
-      l.attn_k_norm = decode_vector(file, *bind(p + "attn_k_norm.weight", {hd}));
-    }
-    l.attn_output = bind(p + "attn_output.weight", {n_q, c.n_embd});
-    l.ffn_norm = decode_vector(file, *bind(p + "ffn_norm.weight", {c.n_embd}));
-    switch (d.ffn) {
-      case FfnKind::kDense:
-        l.ffn_gate = bind(p + "ffn_gate.weight", {c.n_embd, c.n_ff});
-        l.ffn_up = bind(p + "ffn_up.weight", {c.n_embd, c.n_ff});
-        l.ffn_down = bind(p + "ffn_down.weight", {c.n_ff, c.n_embd});
-        break;
-      case FfnKind::kMoe:
-        // Router [n_embd, E]: E rows of n_embd, decoded to f32 (F32 in every llama-quantize mix).
-        l.ffn_gate_inp = decode_vector(file, *bind(p + "ffn_gate_inp.weight", {c.n_embd, c.n_expert}));
-        l.ffn_gate_exps = bind(p + "ffn_gate_exps.weight", {c.n_embd, c.n_ff_exp, c.n_expert});
-        l.ffn_up_exps = bind(p + "ffn_up_exps.weight", {c.n_embd, c.n_ff_exp, c.n_expert});
-        l.ffn_down_exps = bind(p + "ffn_down_exps.weight", {c.n_ff_exp, c.n_embd, c.n_expert});
-        break;
+    for (const TensorSpec& spec : layer_tensors(c, d)) {
+      const gguf::TensorInfo* t = bind(p + spec.suffix, spec.ne);
+      if (spec.matrix != nullptr)
+        l.*spec.matrix = t;
+      else
+        l.*spec.vector = decode_vector(file, *t);
     }
   }
   return m;

@@ -1,6 +1,6 @@
-// The weights of a LLaDA, Dream, LLaDA-MoE or RND1 model, bound by their GGUF tensor names and checked
-// once at load. Matrices stay in the file's mapping (the compute backends prepare them); the small
-// tensors (RMSNorm weights, Dream's q/k/v biases, the MoE router) are decoded to f32 copies here.
+// The weights of a model, bound by their GGUF tensor names (tensors.h: what each layer's blocks name)
+// and checked once at load. Matrices stay in the file's mapping (the compute backends prepare them); the
+// small tensors (RMSNorm weights, Dream's q/k/v biases, the MoE router) are decoded to f32 copies here.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,12 @@ struct LayerWeights {
   const gguf::TensorInfo* ffn_gate_exps = nullptr;  ///< [n_embd, f, E]
   const gguf::TensorInfo* ffn_up_exps = nullptr;    ///< [n_embd, f, E]
   const gguf::TensorInfo* ffn_down_exps = nullptr;  ///< [f, n_embd, E]
+  std::vector<float> exp_probs_b;                   ///< E: the selection bias; empty without one
+  /// Shared experts (ModelConfig::n_expert_shared > 0): [n_embd, s] / [s, n_embd], s = n_ff_shexp x
+  /// n_expert_shared; nullptr without.
+  const gguf::TensorInfo* ffn_gate_shexp = nullptr;
+  const gguf::TensorInfo* ffn_up_shexp = nullptr;
+  const gguf::TensorInfo* ffn_down_shexp = nullptr;
 };
 
 /// Expert e of a 3-D expert tensor t, ne = [n_in, n_out, n_expert] (llama.cpp stacks the experts'

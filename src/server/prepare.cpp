@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "engine/prompt_notes.h"
+#include "engine/prompt_rule.h"
 #include "tokenizer/chat.h"
 
 namespace dllm::server {
@@ -63,6 +64,7 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
     chat.parse_special = r.no_special ? !*r.no_special : m.parse_special;
     if (r.endpoint == Endpoint::kChat) {
       chat.messages = r.messages;
+      engine::apply_prompt_rule(chat, m.config->arch);  // a base model's messages as raw text
     } else {
       chat.prompt = r.prompt;
       chat.no_chat = true;
@@ -76,19 +78,11 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
     engine::SamplerOptions o = options_for(r, m.defaults);
     if (!r.seed && m.fresh_seed) o.seed = std::random_device{}();
     out.seed = o.seed;
-    const std::string ctx = std::to_string(m.max_canvas);
-    if (out.n_prompt >= m.max_canvas) {
-      return invalid_request("the prompt is " + std::to_string(out.n_prompt) + " tokens and the context is " +
-                                 ctx + " tokens, which leaves no room for an answer: shorten the prompt",
-                             prompt_param, "context_length_exceeded");
-    }
-    if (out.n_prompt + o.max_tokens > m.max_canvas) {
-      return invalid_request("the canvas is " + std::to_string(out.n_prompt + o.max_tokens) +
-                                 " tokens (prompt " + std::to_string(out.n_prompt) + " + max_tokens " +
-                                 std::to_string(o.max_tokens) + "), longer than the context of " + ctx +
-                                 " tokens: use max_tokens " + std::to_string(m.max_canvas - out.n_prompt) +
-                                 " or less, or shorten the prompt",
-                             "max_tokens", "context_length_exceeded");
+    try {
+      engine::check_canvas_fits(out.n_prompt, o.max_tokens, m.max_canvas, "the context", "max_tokens");
+    } catch (const engine::CanvasTooLong& e) {
+      return invalid_request(e.what(), e.prompt_alone() ? prompt_param : "max_tokens",
+                             "context_length_exceeded");
     }
     out.spec.params = engine::sampler_params(o, *m.config, *m.tok, m.engine->n_vocab(), out.warnings,
                                              engine::SettingNames::kFields);

@@ -10,7 +10,8 @@ std::string props_body(const ModelContext& m, const std::string& model_id) {
   std::vector<std::string> warnings;  // about flags of the other architecture: `serve` printed them
   const diffusion::SamplerParams p = engine::sampler_params(
       m.defaults, *m.config, *m.tok, m.engine->n_vocab(), warnings, engine::SettingNames::kFields);
-  const bool llada = p.schedule == diffusion::Schedule::kLlada;
+  const bool llada =
+      p.schedule == diffusion::Schedule::kBlocks;  // LLaDA's settings (remasking), else Dream's
   json d = {{"max_tokens", p.max_tokens},
             {"steps", p.steps},
             {"block_length", p.block_length},

@@ -79,7 +79,12 @@ std::vector<ChatMessage> conversation(const ChatOptions& o) {
 std::vector<Segment> render_segments(const Tokenizer& tok, const ChatOptions& o) {
   std::vector<Segment> seg;
   if (o.no_chat) {
-    seg.push_back({Segment::kUserText, o.prompt});
+    // Raw text: the prompt, or a conversation's contents one after another (as without a template).
+    if (o.messages.empty()) {
+      seg.push_back({Segment::kUserText, o.prompt});
+    } else {
+      for (const ChatMessage& m : o.messages) seg.push_back({Segment::kUserText, m.content});
+    }
     return seg;
   }
   const std::vector<ChatMessage> turns = conversation(o);

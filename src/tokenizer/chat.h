@@ -50,9 +50,10 @@ struct ChatOptions {
   std::vector<ChatMessage> messages;
   std::string prompt;                 ///< user message (may be empty: the template still applies)
   std::optional<std::string> system;  ///< --system; nullopt = the template's default (Dream) or none
-  bool no_chat = false;               ///< --no-chat: the prompt text as is, no template
-  bool parse_special = true;          ///< false (--no-special): special-token texts in prompt/system are
-                                      ///< plain text; the template's own markers stay special tokens
+  bool no_chat =
+      false;  ///< --no-chat: the prompt text (or the messages' contents in order) as is, no template
+  bool parse_special = true;  ///< false (--no-special): special-token texts in prompt/system are
+                              ///< plain text; the template's own markers stay special tokens
 };
 
 /// The prompt text after the template, as llama.cpp renders it: when add_bos() is true the template's

@@ -1,8 +1,8 @@
-// What a device runs natively against what a run asks for (check_support, make_backend): a cached
-// step the device does not have is refused naming --cache, a batch it runs canvas by canvas draws a
-// warning naming --cfg-scale. Checked with stated capabilities (a fake source's) and, through the
-// binary, on the GPU backend, which refuses before it looks for a GPU: so this holds in builds
-// without CUDA and on machines without a GPU as well.
+// What a device runs natively against what a run asks for (check_support, make_backend): a K/V state
+// the device does not keep is refused naming --cache, a batch it runs canvas by canvas draws a
+// warning naming --cfg-scale. Checked with stated capabilities and, through the binary, on the GPU
+// backend, which refuses before it looks for a GPU: so this holds in builds without CUDA and on
+// machines without a GPU as well.
 #include "engine/backend.h"
 
 #include <string>
@@ -13,22 +13,22 @@
 namespace {
 
 using dllm::diffusion::CacheMode;
-using dllm::diffusion::SourceSupport;
 using dllm::engine::BackendOptions;
 using dllm::engine::check_support;
+using dllm::forward::Capabilities;
 using dllm::test::is_one_error_line;
 using dllm::test::llada_path;
 using dllm::test::run_dllm;
 using dllm::test::RunResult;
 
-/// A source that states only full passes, as the GPU backend does; its logits are never asked for.
-class FullPassesOnly : public dllm::diffusion::LogitsSource {
- public:
-  int64_t n_vocab() const override { return 4; }
-  void logits(std::span<const int32_t>, std::span<const int32_t>, float*) override {}
-};
+/// Capabilities that state only whole passes, one segment each, as the GPU backend does.
+Capabilities full_passes_only() {
+  Capabilities caps;
+  caps.max_rows = 64;
+  return caps;
+}
 
-std::string message_of(const SourceSupport& s, const std::string& device, const BackendOptions& o) {
+std::string message_of(const Capabilities& s, const std::string& device, const BackendOptions& o) {
   try {
     check_support(s, device, o);
   } catch (const dllm::UsageError& e) {
@@ -37,14 +37,15 @@ std::string message_of(const SourceSupport& s, const std::string& device, const 
   return "";
 }
 
-TEST(DeviceSupport, TheDefaultsOfLogitsSourceStateNeitherCacheNorBatch) {
-  const SourceSupport s = FullPassesOnly().support();
-  EXPECT_FALSE(s.cached_steps);
-  EXPECT_EQ(s.max_batch, 1);
+TEST(DeviceSupport, TheDefaultCapabilitiesStateNeitherCacheNorBatch) {
+  const Capabilities s;
+  EXPECT_FALSE(s.kv_state);
+  EXPECT_FALSE(s.masks);
+  EXPECT_EQ(s.max_segments, 1);
 }
 
 TEST(DeviceSupport, ACacheTheDeviceLacksIsRefusedNamingTheFlag) {
-  const SourceSupport gpu = FullPassesOnly().support();
+  const Capabilities gpu = full_passes_only();
   BackendOptions o;
   o.device = "gpu";
   for (CacheMode mode : {CacheMode::kPrefix, CacheMode::kDual}) {
@@ -66,7 +67,7 @@ TEST(DeviceSupport, ABatchRunCanvasByCanvasIsAWarningNamingTheFlag) {
   BackendOptions o;
   o.device = "gpu";
   o.max_batch = 2;  // --cfg-scale
-  const std::vector<std::string> w = check_support(FullPassesOnly().support(), "gpu", o);
+  const std::vector<std::string> w = check_support(full_passes_only(), "gpu", o);
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].rfind("--cfg-scale: ", 0), 0u) << w[0];
   EXPECT_NE(w[0].find("the same text"), std::string::npos) << w[0];
@@ -76,7 +77,10 @@ TEST(DeviceSupport, WhatTheDeviceRunsDrawsNothing) {
   BackendOptions o;
   o.max_batch = 2;
   o.cache = CacheMode::kDual;
-  EXPECT_TRUE(check_support(SourceSupport{true, 2}, "cpu", o).empty());
+  Capabilities cpu;
+  cpu.kv_state = true;
+  cpu.max_segments = 2;
+  EXPECT_TRUE(check_support(cpu, "cpu", o).empty());
 }
 
 TEST(DeviceSupport, TheGpuBackendRefusesACacheBeforeLookingForAGpu) {

@@ -1,8 +1,8 @@
-// CpuForward::forward_packed (the batching engine's pass: requests of different lengths and kinds
-// in one pass) against each request run alone through forward_batch / forward_window on another
-// CpuForward object (its own buffers, another thread count), on the tiny LLaDA and Dream reference
-// models: logits and KV caches bit for bit, whatever else is in the pass and in whatever order
-// (padding, statistics over the batch or a shared scratch would show here: Fast-dLLM #39/#57).
+// CpuForward::forward over many segments (the batching engine's pass: sequences of different lengths
+// and kinds in one pass) against each request run alone on another CpuForward object (its own
+// buffers, another thread count), on the tiny LLaDA and Dream reference models: logits and K/V states
+// bit for bit, whatever else is in the pass and in whatever order (padding, statistics over the batch
+// or a shared scratch would show here: Fast-dLLM #39/#57).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "cpu/forward.h"
+#include "forward/pass.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "test_util.h"
@@ -22,8 +23,8 @@ namespace {
 
 using cpu::CpuForward;
 using cpu::ForwardOptions;
-using cpu::KvCache;
-using cpu::PackedSeq;
+using forward::KvState;
+using forward::Segment;
 
 struct Loaded {
   gguf::GgufFile file;
@@ -50,16 +51,49 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-/// One request and what it gives alone.
+/// One request (a sequence's step: its segments) and what it gives alone.
 struct Req {
-  std::vector<int32_t> tokens;  // n_seq x n
+  std::vector<int32_t> tokens;  // n_seq x n: n_seq = 2 is a CFG pair, two segments
   int64_t n_seq = 1;
   std::vector<int32_t> rows;
   bool cached = false, refresh = false;
   int64_t wb = 0, we = 0;
-  KvCache cache_alone, cache_packed;
+  KvState cache_alone, cache_packed;
   std::vector<float> alone, packed;
+
+  /// The request's segments writing into `out` over `kv` (Fast-dLLM's step as diffusion::Sequence
+  /// sends it: a refresh clears the state and runs the canvas, a window step runs [wb, we)).
+  std::vector<Segment> segments(std::vector<float>& out, KvState& kv, int64_t n_vocab) {
+    std::vector<Segment> segs;
+    const int64_t n = static_cast<int64_t>(tokens.size()) / n_seq;
+    for (int64_t i = 0; i < n_seq; ++i) {
+      Segment s;
+      s.tokens = std::span<const int32_t>(tokens).subspan(i * n, n);
+      s.logit_rows = rows;
+      s.logits = out.data() + i * rows.size() * n_vocab;
+      if (cached) {
+        s.kv = &kv;
+        if (refresh) {
+          kv.clear();
+        } else {
+          s.tokens = s.tokens.subspan(wb, we - wb);
+          s.first = wb;
+        }
+      }
+      segs.push_back(s);
+    }
+    return segs;
+  }
 };
+
+/// The rows a state holds, K (or V) of every layer one after another.
+std::vector<float> held(const KvState& kv, bool values) {
+  const auto& s = static_cast<const cpu::KvStorage&>(*kv.storage());
+  std::vector<float> out;
+  for (const auto& layer : values ? s.v : s.k)
+    out.insert(out.end(), layer.begin(), layer.begin() + kv.rows() * s.width);
+  return out;
+}
 
 class ForwardPacked : public ::testing::TestWithParam<std::string> {
  protected:
@@ -79,30 +113,16 @@ class ForwardPacked : public ::testing::TestWithParam<std::string> {
 
   void run_alone(Req& r) {
     r.alone.assign(r.n_seq * r.rows.size() * n_vocab_, 0.0f);
-    if (r.cached)
-      alone_->forward_window(r.tokens, r.wb, r.we, r.rows, r.alone.data(), r.cache_alone, r.refresh);
-    else
-      alone_->forward_batch(r.tokens, r.n_seq, r.rows, r.alone.data());
+    alone_->forward(r.segments(r.alone, r.cache_alone, n_vocab_));
   }
 
   void run_packed(std::vector<Req*> reqs) {
-    std::vector<PackedSeq> seqs;
+    std::vector<Segment> segs;
     for (Req* r : reqs) {
       r->packed.assign(r->n_seq * r->rows.size() * n_vocab_, -1.0f);
-      PackedSeq s;
-      s.tokens = r->tokens;
-      s.n_seq = r->n_seq;
-      s.rows = r->rows;
-      s.logits = r->packed.data();
-      if (r->cached) {
-        s.cache = &r->cache_packed;
-        s.refresh = r->refresh;
-        s.window_begin = r->wb;
-        s.window_end = r->we;
-      }
-      seqs.push_back(s);
+      for (const Segment& s : r->segments(r->packed, r->cache_packed, n_vocab_)) segs.push_back(s);
     }
-    packed_->forward_packed(seqs);
+    packed_->forward(segs);
   }
 
   std::unique_ptr<Loaded> m_;
@@ -148,8 +168,8 @@ TEST_P(ForwardPacked, CacheRefreshAndWindowStepsEqualEachAlone) {
   for (Req* r : {&dual, &prefix, &full}) run_alone(*r);
   run_packed({&full, &dual, &prefix});
   for (Req* r : {&dual, &prefix, &full}) EXPECT_TRUE(same_bits(r->alone, r->packed)) << r->tokens.size();
-  EXPECT_TRUE(same_bits(dual.cache_alone.k, dual.cache_packed.k));
-  EXPECT_TRUE(same_bits(prefix.cache_alone.v, prefix.cache_packed.v));
+  EXPECT_TRUE(same_bits(held(dual.cache_alone, false), held(dual.cache_packed, false)));
+  EXPECT_TRUE(same_bits(held(prefix.cache_alone, true), held(prefix.cache_packed, true)));
 
   dual.refresh = prefix.refresh = false;
   dual.tokens[20] = dual.tokens[21] = 7;  // inside the window
@@ -163,35 +183,44 @@ TEST_P(ForwardPacked, CacheRefreshAndWindowStepsEqualEachAlone) {
   for (Req* r : {&dual, &prefix, &full}) run_alone(*r);
   run_packed({&dual, &full, &prefix});
   for (Req* r : {&dual, &prefix, &full}) EXPECT_TRUE(same_bits(r->alone, r->packed)) << r->tokens.size();
-  EXPECT_TRUE(same_bits(prefix.cache_alone.k, prefix.cache_packed.k));
+  EXPECT_TRUE(same_bits(held(prefix.cache_alone, false), held(prefix.cache_packed, false)));
 }
 
 TEST_P(ForwardPacked, InputsAreCheckedBeforeAnyCompute) {
   Req a, b;
   a.tokens = tokens_of(96, 1, n_vocab_);
   a.rows = {0};
-  b = a;
+  b.tokens = a.tokens;
+  b.rows = a.rows;
   std::vector<Req*> many{&a, &b, &a, &b, &a, &b, &a};  // 7 x 96 rows > 6 x 96
   test::expect_error([&] { run_packed(many); },
-                     "forward_packed: 672 activation rows, at most 576 (max_batch x max_tokens)");
+                     "forward: 672 activation rows, at most 576 (max_batch x max_tokens)");
   a.cached = b.cached = true;
   a.refresh = b.refresh = false;
-  a.wb = 0, a.we = 8;
+  a.wb = 8, a.we = 16;
+  a.rows = {8};
   test::expect_error(
       [&] { run_packed({&a}); },
-      "forward_window: the KV cache holds 0 positions, the canvas has 96: run a refresh step first");
-  a.refresh = true;
-  std::vector<PackedSeq> twice(2);
+      "forward: the K/V state holds 0 positions, the segment starts at 8: run a refresh step first "
+      "(the keys between would be missing)");
+  std::vector<Segment> twice(2);
   for (auto& s : twice) {
     s.tokens = a.tokens;
-    s.rows = a.rows;
-    s.cache = &a.cache_packed;
-    s.refresh = true;
+    s.logit_rows = a.rows;
+    s.kv = &a.cache_packed;
     s.logits = nullptr;
   }
-  test::expect_error([&] { packed_->forward_packed(twice); },
-                     "forward_packed: requests 0 and 1 use the same KV cache");
-  test::expect_error([&] { packed_->forward_packed({}); }, "forward_packed: no sequences");
+  test::expect_error([&] { packed_->forward(twice); }, "forward: segments 0 and 1 use the same K/V state");
+  // A state another CpuForward filled is refused.
+  a.refresh = true;
+  run_alone(a);
+  twice.resize(1);
+  twice[0].kv = &a.cache_alone;
+  test::expect_error(
+      [&] { packed_->forward(twice); },
+      "forward: segment 0's K/V state was filled by another forward pass (a state belongs to one "
+      "model and device)");
+  test::expect_error([&] { packed_->forward({}); }, "forward: no segments");
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ForwardPacked,

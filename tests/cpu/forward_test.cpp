@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/isa.h"
 #include "cpu/forward.h"
+#include "forward_util.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
@@ -120,7 +121,7 @@ TEST_P(SyntheticForward, MatchesF64Reference) {
     cpu::CpuForward fwd(model, opt);
     ASSERT_EQ(fwd.n_vocab(), c.spec.n_vocab);
     std::vector<float> logits(rows.size() * fwd.n_vocab());
-    fwd.forward(tokens, rows, logits.data());
+    test::forward_whole(fwd, tokens, rows, logits.data());
 
     const double max_err = max_rel_rms(logits, expected);
     std::vector<double> row_err;
@@ -169,6 +170,14 @@ SyntheticSpec moe_attention_mix(const std::string& arch) {
   return s;
 }
 
+// Partial RoPE (rope.dimension_count below head_dim, as LLaDA2's 64 of 128): the first n_rot dims of
+// each head rotate, the rest pass through.
+SyntheticSpec partial_rope(const std::string& arch, WeightMix mix) {
+  SyntheticSpec s = make_spec(arch, mix);
+  s.n_rot = 8;  // of head_dim 24 (F32) or 64 (Q4_K_M)
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, SyntheticForward,
     ::testing::Values(Case{"llada_f32", make_spec("llada", WeightMix::kF32), 1e-5},
@@ -182,7 +191,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llada_moe_f32", make_spec("llada-moe", WeightMix::kF32), 1e-5},
                       Case{"rnd1_f16_bf16", make_spec("rnd1", WeightMix::kFloatMix), 1e-5},
                       Case{"llada_moe_q4km", make_spec("llada-moe", WeightMix::kQ4KM), 1e-5, 2e-2},
-                      Case{"rnd1_q4km", make_spec("rnd1", WeightMix::kQ4KM), 1e-5, 2e-2}),
+                      Case{"rnd1_q4km", make_spec("rnd1", WeightMix::kQ4KM), 1e-5, 2e-2},
+                      Case{"llada_f32_partial_rope", partial_rope("llada", WeightMix::kF32), 1e-5},
+                      Case{"dream_q4km_partial_rope", partial_rope("dream", WeightMix::kQ4KM), 1e-5}),
     [](const auto& info) { return info.param.name; });
 
 TEST(SyntheticForward, TiedOutputAndShortSequence) {
@@ -199,7 +210,7 @@ TEST(SyntheticForward, TiedOutputAndShortSequence) {
   const std::vector<int32_t> tokens = {5, 96, 0};
   std::vector<float> logits(3 * fwd.n_vocab());
   const std::vector<int32_t> rows = {0, 1, 2};
-  fwd.forward(tokens, rows, logits.data());
+  test::forward_whole(fwd, tokens, rows, logits.data());
   EXPECT_LE(
       max_rel_rms(logits, ReferenceForward{.m = synth, .neox = true, .q8k_inputs = true}.forward(tokens)),
       1e-5);
@@ -223,7 +234,7 @@ TEST(SyntheticForward, ThreadCountsGiveIdenticalLogits) {
       cpu::CpuForward fwd(model, opt);
       EXPECT_EQ(fwd.n_threads(), threads);
       out.emplace_back(rows.size() * fwd.n_vocab());
-      fwd.forward(tokens, rows, out.back().data());
+      test::forward_whole(fwd, tokens, rows, out.back().data());
     }
     for (size_t i = 1; i < out.size(); ++i) {
       EXPECT_EQ(std::memcmp(out[0].data(), out[i].data(), out[0].size() * sizeof(float)), 0)
@@ -265,19 +276,19 @@ TEST(ForwardErrors, BadInputs) {
   const std::vector<int32_t> row0 = {0};
   expect_error(
       [&] {
-        fwd.forward(std::vector<int32_t>{1, 2, 3, 4, 5}, row0, logits.data());
+        test::forward_whole(fwd, std::vector<int32_t>{1, 2, 3, 4, 5}, row0, logits.data());
       },
       "forward: 5 tokens, expected 1..4 (max_tokens)");
-  expect_error([&] { fwd.forward(std::vector<int32_t>{}, row0, logits.data()); },
+  expect_error([&] { test::forward_whole(fwd, std::vector<int32_t>{}, row0, logits.data()); },
                "forward: 0 tokens, expected 1..4 (max_tokens)");
   expect_error(
       [&] {
-        fwd.forward(std::vector<int32_t>{1, 97}, row0, logits.data());
+        test::forward_whole(fwd, std::vector<int32_t>{1, 97}, row0, logits.data());
       },
       "token id 97 at position 1 is outside the vocabulary [0, 97)");
   expect_error(
       [&] {
-        fwd.forward(std::vector<int32_t>{1, 2}, std::vector<int32_t>{2}, logits.data());
+        test::forward_whole(fwd, std::vector<int32_t>{1, 2}, std::vector<int32_t>{2}, logits.data());
       },
       "logits row 2 is outside the sequence [0, 2)");
   expect_error([&] { cpu::CpuForward bad(model, cpu::ForwardOptions{}); },

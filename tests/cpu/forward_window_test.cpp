@@ -1,13 +1,14 @@
-// CpuForward::forward_window (Fast-dLLM's prefix / dual KV cache) and forward_batch (two canvases in
-// one pass, for classifier-free guidance), each against the plain full forward() as the independent
-// computation (forward() itself is checked against an f64 reference in forward_test.cpp):
+// CpuForward with a K/V state (Fast-dLLM's prefix / dual KV cache: a refresh segment over the whole
+// canvas, then window segments over the state) and with two segments in one pass (classifier-free
+// guidance), each against the plain whole-sequence pass as the independent computation (itself
+// checked against an f64 reference in forward_test.cpp):
 //  - a refresh step is the full forward, bit for bit;
 //  - a cached step over an unchanged canvas gives the full forward's window logits bit for bit;
 //  - with one layer, K/V of a position depend only on its own token, so a cached step after the
 //    window's tokens changed is still exact: equal to the full forward of the new canvas;
 //  - with two layers, the cached K/V of the other positions are stale after a change (inside or
 //    outside the window): the window logits differ from the full forward (the approximation is real);
-//  - forward_batch gives each sequence's forward() logits bit for bit.
+//  - two segments in one pass give each sequence's own logits bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +19,8 @@
 #include "base/error.h"
 #include "base/isa.h"
 #include "cpu/forward.h"
+#include "forward/pass.h"
+#include "forward_util.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
@@ -86,15 +89,26 @@ class ForwardWindow : public ::testing::TestWithParam<Case> {};
 
 std::vector<float> full(cpu::CpuForward& fwd, const std::vector<int32_t>& tokens,
                         const std::vector<int32_t>& rows) {
-  std::vector<float> out(rows.size() * fwd.n_vocab());
-  fwd.forward(tokens, rows, out.data());
-  return out;
+  return test::whole_logits(fwd, tokens, rows);
 }
 
+/// Fast-dLLM's step over the K/V state `kv` (what diffusion::Sequence sends): refresh = true, the
+/// whole canvas into a cleared state (window ignored); else the rows [wb, we) against the state.
 std::vector<float> windowed(cpu::CpuForward& fwd, const std::vector<int32_t>& tokens, int64_t wb, int64_t we,
-                            const std::vector<int32_t>& rows, cpu::KvCache& cache, bool refresh) {
+                            const std::vector<int32_t>& rows, forward::KvState& kv, bool refresh) {
   std::vector<float> out(rows.size() * fwd.n_vocab());
-  fwd.forward_window(tokens, wb, we, rows, out.data(), cache, refresh);
+  forward::Segment s;
+  s.tokens = tokens;
+  s.kv = &kv;
+  s.logit_rows = rows;
+  s.logits = out.data();
+  if (refresh) {
+    kv.clear();
+  } else {
+    s.tokens = std::span<const int32_t>(tokens).subspan(wb, we - wb);
+    s.first = wb;
+  }
+  fwd.forward({&s, 1});
   return out;
 }
 
@@ -115,10 +129,10 @@ TEST_P(ForwardWindow, RefreshAndUnchangedStepsEqualTheFullForward) {
     const auto all = range(0, 19);
     const auto reference = full(fwd, tokens, all);
 
-    cpu::KvCache cache;
+    forward::KvState cache;
     EXPECT_TRUE(same_bits(windowed(fwd, tokens, 0, 0, all, cache, /*refresh=*/true), reference))
         << isa_name(isa);
-    EXPECT_EQ(cache.n_tokens, 19);
+    EXPECT_EQ(cache.rows(), 19);
     // K and V x 2 layers x the canvas's 19 positions (not max_tokens 24) x n_head_kv * head_dim floats.
     EXPECT_EQ(cache.bytes(),
               2u * 2 * 19 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float));
@@ -137,10 +151,10 @@ TEST_P(ForwardWindow, RefreshAndUnchangedStepsEqualTheFullForward) {
   }
 }
 
-// A cache slot serves one sequence after another (the engine's slots): its memory follows the
-// longest canvas refreshed into it, never the forward's max_tokens (a server sized for 4096-token
-// canvases would otherwise hold 4 GiB per LLaDA-8B slot), and a shorter canvas in a larger cache
-// still gives the full forward bit for bit.
+// A state cleared and refreshed with another canvas: its memory follows the longest canvas refreshed
+// into it, never the forward's max_tokens (a server sized for 4096-token canvases would otherwise
+// hold 4 GiB per LLaDA-8B sequence), and a shorter canvas in a larger state still gives the full
+// forward bit for bit.
 TEST_P(ForwardWindow, ACacheReusedForLongerAndShorterCanvasesStaysExact) {
   const Case c = GetParam();
   const Loaded m(spec_for(c.arch, c.mix, 2));
@@ -149,7 +163,7 @@ TEST_P(ForwardWindow, ACacheReusedForLongerAndShorterCanvasesStaysExact) {
   opt.n_threads = 2;
   cpu::CpuForward fwd(m.model, opt);
   const size_t row_bytes = 2u * 2 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float);
-  cpu::KvCache cache;
+  forward::KvState cache;
   for (const auto& [n, capacity] : std::vector<std::pair<int32_t, int32_t>>{{12, 12}, {30, 30}, {9, 30}}) {
     const auto tokens = random_tokens(n, 97, 100 + n);
     const auto all = range(0, n);
@@ -172,7 +186,7 @@ TEST_P(ForwardWindow, OneLayerStepAfterWindowChangeIsExact) {
   opt.n_threads = 2;
   cpu::CpuForward fwd(m.model, opt);
   auto tokens = random_tokens(19, 97, 5);
-  cpu::KvCache cache;
+  forward::KvState cache;
   windowed(fwd, tokens, 0, 0, {18}, cache, true);
   tokens[8] = 3;  // commit two tokens of the block [7, 13)
   tokens[12] = 40;
@@ -199,7 +213,7 @@ TEST_P(ForwardWindow, TwoLayersStaleCacheIsAnApproximation) {
   opt.n_threads = 2;
   cpu::CpuForward fwd(m.model, opt);
   auto tokens = random_tokens(19, 97, 9);
-  cpu::KvCache cache;
+  forward::KvState cache;
   windowed(fwd, tokens, 0, 0, {}, cache, true);
   tokens[9] = (tokens[9] + 1) % 97;  // only a window token changes
   const auto rows = range(7, 13);
@@ -223,11 +237,16 @@ TEST_P(ForwardWindow, BatchOfTwoEqualsEachAlone) {
   const auto a = random_tokens(17, 97, 1);
   auto b = a;
   for (int i = 0; i < 6; ++i) b[i] = 96;  // the CFG pair: the same canvas with the prompt masked
-  std::vector<int32_t> both = a;
-  both.insert(both.end(), b.begin(), b.end());
   const std::vector<int32_t> rows = {16, 3, 9};
   std::vector<float> out(2 * rows.size() * fwd.n_vocab());
-  fwd.forward_batch(both, 2, rows, out.data());
+  forward::Segment pair[2];
+  pair[0].tokens = a;
+  pair[1].tokens = b;
+  for (int i = 0; i < 2; ++i) {
+    pair[i].logit_rows = rows;
+    pair[i].logits = out.data() + i * rows.size() * fwd.n_vocab();
+  }
+  fwd.forward(pair);
   auto expected = full(fwd, a, rows);
   const auto eb = full(fwd, b, rows);
   expected.insert(expected.end(), eb.begin(), eb.end());
@@ -249,21 +268,40 @@ TEST(ForwardWindowErrors, BadWindowsAndBatches) {
   cpu::CpuForward fwd(m.model, opt);
   const auto tokens = random_tokens(10, 97, 2);
   std::vector<float> out(16 * 97 * 2);
-  cpu::KvCache cache;
-  expect_error([&] { fwd.forward_window(tokens, 2, 5, std::vector<int32_t>{3}, out.data(), cache, false); },
-               "forward_window: the KV cache holds 0 positions, the canvas has 10: run a refresh step first");
-  fwd.forward_window(tokens, 0, 0, {}, out.data(), cache, true);
-  expect_error([&] { fwd.forward_window(tokens, 5, 5, {}, out.data(), cache, false); },
-               "forward_window: window [5, 5) is empty or outside the canvas [0, 10)");
-  expect_error([&] { fwd.forward_window(tokens, 5, 11, {}, out.data(), cache, false); },
-               "forward_window: window [5, 11) is empty or outside the canvas [0, 10)");
-  expect_error([&] { fwd.forward_window(tokens, 5, 8, std::vector<int32_t>{4}, out.data(), cache, false); },
-               "logits row 4 is outside the window [5, 8)");
-  const std::vector<int32_t> shorter(tokens.begin(), tokens.end() - 1);
-  expect_error([&] { fwd.forward_window(shorter, 5, 8, {}, out.data(), cache, false); },
-               "forward_window: the KV cache holds 10 positions, the canvas has 9: run a refresh step first");
-  expect_error([&] { fwd.forward_batch(tokens, 2, std::vector<int32_t>{0}, out.data()); },
-               "forward_batch: 2 sequences, expected 1..1 (max_batch)");
+  forward::KvState cache;
+  auto step = [&](int64_t wb, int64_t we, std::vector<int32_t> rows, forward::KvState* kv) {
+    forward::Segment s;
+    s.tokens = std::span<const int32_t>(tokens).subspan(wb, we - wb);
+    s.first = wb;
+    s.kv = kv;
+    s.logit_rows = rows;
+    s.logits = out.data();
+    fwd.forward({&s, 1});
+  };
+  expect_error(
+      [&] { step(2, 5, {3}, &cache); },
+      "forward: the K/V state holds 0 positions, the segment starts at 2: run a refresh step first (the "
+      "keys between would be missing)");
+  windowed(fwd, tokens, 0, 0, {}, cache, true);
+  EXPECT_EQ(cache.rows(), 10);
+  expect_error([&] { step(5, 5, {}, &cache); }, "forward: 0 tokens, expected 1..16 (max_tokens)");
+  expect_error([&] { step(5, 8, {4}, &cache); }, "logits row 4 is outside the window [5, 8)");
+  expect_error([&] { step(5, 8, {}, nullptr); },
+               "forward: a segment without a K/V state starts at position 0 (got 5)");
+  // Positions past the RoPE table: a state of 10 rows and 7 more.
+  const std::vector<int32_t> seven(7, 1);
+  forward::Segment past;
+  past.tokens = seven;
+  past.first = 10;
+  past.kv = &cache;
+  expect_error([&] { fwd.forward({&past, 1}); }, "forward: positions 10..16 reach past max_tokens 16");
+  forward::Segment two[2];
+  two[0].tokens = two[1].tokens = tokens;
+  expect_error([&] { fwd.forward(two); }, "forward: 20 activation rows, at most 16 (max_batch x max_tokens)");
+  two[0].kv = two[1].kv = &cache;
+  expect_error([&] { fwd.forward(two); }, "forward: segments 0 and 1 use the same K/V state");
+  expect_error([&] { fwd.forward({}); }, "forward: no segments");
+  EXPECT_EQ(cache.rows(), 10);  // nothing ran
 }
 
 }  // namespace

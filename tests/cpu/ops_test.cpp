@@ -120,6 +120,29 @@ TEST(Rope, ModesDiffer) {
   }
 }
 
+TEST(Rope, PartialRotatesTheFirstNRotDims) {
+  // llama.cpp's partial RoPE (n_rot < head_dim, LLaDA2: 64 of 128): pairs as the mode says within the
+  // first n_rot dims, angles pos * base^(-2i / n_rot), the other dims unchanged. The reference is the
+  // complex rotation over a head of n_rot dims (rope_f64) with the rest copied.
+  const int64_t hd = 128, n_rot = 64, n_heads = 2;
+  const model::RopeTable table(n_rot, 40, 600000.0);
+  for (const model::RopeMode mode : {model::RopeMode::kNorm, model::RopeMode::kNeox}) {
+    for (const int64_t pos : {0, 3, 39}) {
+      const auto x = random_vector(n_heads * hd, 300 + pos);
+      std::vector<float> y = x;
+      rope(y.data(), n_heads, hd, table.cos(pos), table.sin(pos), mode, n_rot);
+      for (int64_t h = 0; h < n_heads; ++h) {
+        const std::vector<float> head(x.begin() + h * hd, x.begin() + h * hd + n_rot);
+        const auto ref = rope_f64(head, 1, n_rot, pos, 600000.0, mode == model::RopeMode::kNorm);
+        for (int64_t i = 0; i < n_rot; ++i)
+          EXPECT_NEAR(y[h * hd + i], ref[i], 2e-6) << "pos " << pos << " i " << i;
+        for (int64_t i = n_rot; i < hd; ++i)
+          EXPECT_EQ(y[h * hd + i], x[h * hd + i]) << "pos " << pos << " i " << i;
+      }
+    }
+  }
+}
+
 /// softmax(q k^T * scale) v per head in f64, query head h reading kv head h / (n_head / n_head_kv).
 std::vector<double> attention_f64(const std::vector<float>& q, const std::vector<float>& k,
                                   const std::vector<float>& v, int64_t n, int64_t n_head, int64_t n_head_kv,

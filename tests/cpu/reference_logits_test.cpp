@@ -16,6 +16,7 @@
 
 #include "base/isa.h"
 #include "cpu/forward.h"
+#include "forward_util.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "reference_forward.h"
@@ -44,7 +45,7 @@ std::vector<float> run_forward(const model::Model& model, const std::vector<int3
   std::vector<int32_t> rows(tokens.size());
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
   std::vector<float> logits(rows.size() * fwd.n_vocab());
-  fwd.forward(tokens, rows, logits.data());
+  test::forward_whole(fwd, tokens, rows, logits.data());
   return logits;
 }
 
@@ -136,7 +137,7 @@ TEST_P(ReferenceLogits, SubsetOfRowsEqualsFullRun) {
   cpu::CpuForward fwd(model, opt);
   const std::vector<int32_t> rows = {int32_t(s.tokens.size() - 1), 3, 0, 3};
   std::vector<float> part(rows.size() * fwd.n_vocab());
-  fwd.forward(s.tokens, rows, part.data());
+  test::forward_whole(fwd, s.tokens, rows, part.data());
   const int64_t v = fwd.n_vocab();
   for (size_t j = 0; j < rows.size(); ++j) {
     EXPECT_EQ(std::memcmp(part.data() + j * v, full.data() + rows[j] * v, v * sizeof(float)), 0)

@@ -15,6 +15,7 @@
 
 #include "base/isa.h"
 #include "cpu/ops.h"
+#include "forward/mask.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu {
@@ -119,13 +120,14 @@ struct HeadCase {
 
 /// softmax(scale q_t . k_j) v in f64, sum_j p_j |v_j[d]| per output, and the largest
 /// scale * sum_d |q_d k_jd| (what bounds the rounding error of a score).
+/// Only the keys [r.begin, r.end) take part (a masked row); the others get no weight.
 void attention_f64(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                    const HeadCase& c, float scale, int64_t t, std::vector<double>& out,
-                   std::vector<double>& mag, double& score_abs) {
-  std::vector<double> s(c.n_kv);
+                   std::vector<double>& mag, double& score_abs, forward::KeyRange r) {
+  std::vector<double> s(c.n_kv, -INFINITY);
   double mx = -INFINITY;
   score_abs = 0;
-  for (int64_t j = 0; j < c.n_kv; ++j) {
+  for (int64_t j = r.begin; j < r.end; ++j) {
     double dot = 0, dot_abs = 0;
     for (int64_t d = 0; d < c.hd; ++d) {
       dot += double(q[t * c.hd + d]) * k[j * c.kv_stride + d];
@@ -139,7 +141,7 @@ void attention_f64(const std::vector<float>& q, const std::vector<float>& k, con
   for (double& x : s) sum += (x = std::exp(x - mx));
   out.assign(c.hd, 0.0);
   mag.assign(c.hd, 0.0);
-  for (int64_t j = 0; j < c.n_kv; ++j) {
+  for (int64_t j = r.begin; j < r.end; ++j) {
     for (int64_t d = 0; d < c.hd; ++d) {
       out[d] += s[j] / sum * v[j * c.kv_stride + d];
       mag[d] += s[j] / sum * std::abs(v[j * c.kv_stride + d]);
@@ -151,9 +153,11 @@ void attention_f64(const std::vector<float>& q, const std::vector<float>& k, con
 /// arithmetic in any summation order (u = 2^-24): a score summed over hd products is off by at most
 /// (hd + 2) u scale sum_d |q_d k_jd| (absolute), which moves every softmax weight by a relative
 /// factor of at most twice that; exp, the normalization and the weighted sum of n_kv values add
-/// (n_kv + 10) u relative. Both act on sum_j p_j |v_j[d]|.
+/// (n_kv + 10) u relative (n_kv: the keys of the row's range). Both act on sum_j p_j |v_j[d]|.
+/// ranges (n_q of them): each row's keys (a mask); nullptr: every key.
 double worst_ratio(const RowKernels& kern, const HeadCase& c, uint32_t seed,
-                   std::vector<float>* out_keep = nullptr) {
+                   std::vector<float>* out_keep = nullptr,
+                   const std::vector<forward::KeyRange>* ranges = nullptr) {
   const auto q = random_vector(c.n_q * c.hd, seed, c.qk_scale);
   const auto k = random_vector(c.n_kv * c.kv_stride, seed + 1, c.qk_scale);
   const auto v = random_vector(c.n_kv * c.kv_stride, seed + 2);
@@ -167,6 +171,7 @@ double worst_ratio(const RowKernels& kern, const HeadCase& c, uint32_t seed,
   a.v = v.data();
   a.kv_stride = c.kv_stride;
   a.n_kv = c.n_kv;
+  a.ranges = ranges ? ranges->data() : nullptr;
   a.head_dim = c.hd;
   a.scale = scale;
   a.out = out.data();
@@ -178,8 +183,9 @@ double worst_ratio(const RowKernels& kern, const HeadCase& c, uint32_t seed,
   const double u = 0x1p-24;
   for (int64_t t = 0; t < c.n_q; ++t) {
     double score_abs = 0;
-    attention_f64(q, k, v, c, scale, t, ref, mag, score_abs);
-    const double rel = 2 * (c.hd + 2) * u * score_abs + (c.n_kv + 10) * u;
+    const forward::KeyRange r = ranges ? (*ranges)[t] : forward::KeyRange{0, static_cast<int32_t>(c.n_kv)};
+    attention_f64(q, k, v, c, scale, t, ref, mag, score_abs, r);
+    const double rel = 2 * (c.hd + 2) * u * score_abs + (r.end - r.begin + 10) * u;
     for (int64_t d = 0; d < c.hd; ++d) {
       const double r = std::abs(out[t * c.hd + d] - ref[d]) / (rel * mag[d] + 1e-30);
       worst = std::max(worst, std::isnan(r) ? INFINITY : r);
@@ -206,7 +212,7 @@ TEST_P(RowKernelsIsa, AttentionHeadMatchesF64) {
 
 TEST_P(RowKernelsIsa, AttentionRowsDoNotDependOnTheOtherQueries) {
   // A window of query rows (any start, any count) gives the same bits as those rows of a full pass:
-  // the cached step of forward_window relies on it.
+  // a window step over a K/V state relies on it.
   const HeadCase full{141, 141, 128, 4096, 1.0f};
   std::vector<float> all;
   worst_ratio(k(), full, 77, &all);
@@ -231,6 +237,84 @@ TEST_P(RowKernelsIsa, AttentionRowsDoNotDependOnTheOtherQueries) {
     k().attention_head(a);
     EXPECT_EQ(std::memcmp(out.data(), all.data() + begin * full.hd, out.size() * sizeof(float)), 0)
         << "rows " << begin << ".." << begin + count;
+  }
+}
+
+/// A masked head: query rows at positions first .. first + n_q - 1 of a sequence of n_kv keys, each
+/// with the keys `rule` (and a sliding window) gives it.
+struct MaskCase {
+  HeadCase head;
+  forward::MaskRule rule;
+  int64_t first = 0;
+  int64_t window = 0;
+};
+
+std::vector<forward::KeyRange> mask_ranges(const MaskCase& m) {
+  std::vector<forward::KeyRange> r;
+  for (int64_t t = 0; t < m.head.n_q; ++t)
+    r.push_back(forward::key_range(m.rule, m.first + t, m.head.n_kv, m.window));
+  return r;
+}
+
+const MaskCase kMaskCases[] = {
+    // A 13-token prompt, blocks of 8: the step that forwards the prompt's tail (8..12, in the block
+    // [8, 16) with the first generated positions 13..15) and the blocks after it, 32 keys.
+    {{24, 32, 128, 128, 1.0f}, forward::MaskRule::block_causal(8), 8},
+    {{45, 45, 64, 64, 1.0f}, forward::MaskRule::causal(), 0},
+    {{45, 45, 128, 256, 2.0f}, forward::MaskRule::causal_prompt(13), 0, 5},  // sliding window of 5
+    {{141, 141, 128, 4096, 1.0f}, forward::MaskRule::block_causal(32), 0},
+    {{30, 141, 128, 512, 1.0f}, forward::MaskRule::block_causal(16), 100, 7},
+    {{33, 33, 40, 40, 1.0f}, forward::MaskRule::causal_prompt(9), 0},  // 40: not whole vectors
+};
+
+TEST_P(RowKernelsIsa, MaskedAttentionMatchesF64) {
+  uint32_t seed = 200;
+  for (const MaskCase& m : kMaskCases) {
+    const auto ranges = mask_ranges(m);
+    const double w = worst_ratio(k(), m.head, seed += 3, nullptr, &ranges);
+    EXPECT_LE(w, 1.0) << forward::describe(m.rule) << " window " << m.window << " n_q " << m.head.n_q;
+    std::printf("  %s %s, window %lld, n_q %lld n_kv %lld hd %lld: worst error %.3f of the bound\n",
+                isa_name(GetParam()), forward::describe(m.rule).c_str(), (long long)m.window,
+                (long long)m.head.n_q, (long long)m.head.n_kv, (long long)m.head.hd, w);
+  }
+}
+
+TEST_P(RowKernelsIsa, MaskedRowsDoNotDependOnTheirTile) {
+  // Each masked row computed alone (one query, its own range) gives the bits it has among the others,
+  // and a row whose range is every key gives the unmasked row's bits.
+  for (const MaskCase& m : kMaskCases) {
+    const HeadCase& c = m.head;
+    const auto ranges = mask_ranges(m);
+    std::vector<float> all, unmasked;
+    worst_ratio(k(), c, 31, &all, &ranges);
+    worst_ratio(k(), c, 31, &unmasked);
+    const auto q = random_vector(c.n_q * c.hd, 31, c.qk_scale);
+    const auto kk = random_vector(c.n_kv * c.kv_stride, 32, c.qk_scale);
+    const auto v = random_vector(c.n_kv * c.kv_stride, 33);
+    for (int64_t t = 0; t < c.n_q; ++t) {
+      std::vector<float> out(c.hd), scratch(attention_scratch_floats(c.hd, c.n_kv));
+      AttentionHead a;
+      a.q = q.data() + t * c.hd;
+      a.q_stride = c.hd;
+      a.n_q = 1;
+      a.k = kk.data();
+      a.v = v.data();
+      a.kv_stride = c.kv_stride;
+      a.n_kv = c.n_kv;
+      a.ranges = &ranges[t];
+      a.head_dim = c.hd;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+      a.out = out.data();
+      a.out_stride = c.hd;
+      a.scratch = scratch.data();
+      k().attention_head(a);
+      ASSERT_EQ(std::memcmp(out.data(), all.data() + t * c.hd, out.size() * sizeof(float)), 0)
+          << forward::describe(m.rule) << " row " << t;
+      if (ranges[t].begin == 0 && ranges[t].end == c.n_kv) {
+        ASSERT_EQ(std::memcmp(out.data(), unmasked.data() + t * c.hd, out.size() * sizeof(float)), 0)
+            << forward::describe(m.rule) << " row " << t << " (every key)";
+      }
+    }
   }
 }
 

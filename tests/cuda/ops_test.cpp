@@ -11,6 +11,7 @@
 
 #include "cpu/ops.h"
 #include "cuda/kernels.h"
+#include "forward/mask.h"
 #include "gpu_test_util.h"
 #include "model/rope_table.h"
 #include "model/synthetic_model.h"
@@ -268,10 +269,70 @@ TEST(RowKernels, AttentionMatchesCpu) {
     cpu::attention(q.data(), k.data(), v.data(), n, n_head, n_head_kv, hd, scale, want.data(), scratch.data(),
                    n, 1);
     DeviceArray<float> qd(q), kd(k), vd(v), out(want.size());
-    cuda::kern::attention(qd.get(), kd.get(), vd.get(), out.get(), n, n_head, n_head_kv, hd, scale, nullptr);
+    cuda::kern::attention(qd.get(), kd.get(), vd.get(), nullptr, out.get(), n, n_head, n_head_kv, hd, scale,
+                          nullptr);
     const auto got = out.host();
     for (size_t i = 0; i < want.size(); ++i)
       ASSERT_NEAR(got[i], want[i], 2e-5f * (1 + std::fabs(want[i]))) << i;
+  }
+}
+
+TEST(RowKernels, MaskedAttentionMatchesF64) {
+  // Every mask rule of forward/mask.h (block-causal where the prompt's last tokens share a block with
+  // the first generated ones, causal, causal prompt with a sliding window) against softmax over the
+  // masked scores in f64; a row whose range is every key against the unmasked kernel, bit for bit.
+  DLLM_REQUIRE_GPU();
+  const int64_t n = 45, n_head = 4, n_head_kv = 2, hd = 64;
+  const auto q = random_floats(n * n_head * hd, 1.0f, 71), k = random_floats(n * n_head_kv * hd, 1.0f, 72);
+  const auto v = random_floats(n * n_head_kv * hd, 1.0f, 73);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  DeviceArray<float> qd(q), kd(k), vd(v), out(n * n_head * hd), full(n * n_head * hd);
+  cuda::kern::attention(qd.get(), kd.get(), vd.get(), nullptr, full.get(), n, n_head, n_head_kv, hd, scale,
+                        nullptr);
+  const auto unmasked = full.host();
+  struct Case {
+    forward::MaskRule rule;
+    int64_t window;
+  };
+  for (const Case& c : {Case{forward::MaskRule::block_causal(8), 0}, Case{forward::MaskRule::causal(), 0},
+                        Case{forward::MaskRule::causal_prompt(13), 5}, Case{forward::MaskRule::full(), 0}}) {
+    std::vector<int32_t> ranges(2 * n);
+    for (int64_t t = 0; t < n; ++t) {
+      const forward::KeyRange r = forward::key_range(c.rule, t, n, c.window);
+      ranges[2 * t] = r.begin;
+      ranges[2 * t + 1] = r.end;
+    }
+    DeviceArray<int32_t> rd(ranges);
+    cuda::kern::attention(qd.get(), kd.get(), vd.get(), rd.get(), out.get(), n, n_head, n_head_kv, hd, scale,
+                          nullptr);
+    const auto got = out.host();
+    for (int64_t h = 0; h < n_head; ++h) {
+      const int64_t kvh = h / (n_head / n_head_kv);
+      for (int64_t t = 0; t < n; ++t) {
+        std::vector<double> s;
+        double mx = -INFINITY;
+        for (int64_t j = ranges[2 * t]; j < ranges[2 * t + 1]; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < hd; ++d)
+            dot += double(q[(t * n_head + h) * hd + d]) * k[(j * n_head_kv + kvh) * hd + d];
+          s.push_back(dot * scale);
+          mx = std::max(mx, s.back());
+        }
+        double sum = 0;
+        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (int64_t d = 0; d < hd; ++d) {
+          double want = 0;
+          for (size_t i = 0; i < s.size(); ++i)
+            want += s[i] / sum * v[((ranges[2 * t] + i) * n_head_kv + kvh) * hd + d];
+          const size_t at = (t * n_head + h) * hd + d;
+          ASSERT_NEAR(got[at], want, 2e-5 * (1 + std::fabs(want)))
+              << forward::describe(c.rule) << " window " << c.window << " head " << h << " row " << t;
+          if (ranges[2 * t] == 0 && ranges[2 * t + 1] == n) {
+            ASSERT_EQ(got[at], unmasked[at]);
+          }
+        }
+      }
+    }
   }
 }
 

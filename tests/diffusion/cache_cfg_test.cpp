@@ -33,7 +33,7 @@ const std::vector<int32_t> kPrompt = {1, 2, 3};
 
 SamplerParams llada(int64_t max_tokens, int64_t steps, int64_t block) {
   SamplerParams p;
-  p.schedule = Schedule::kLlada;
+  p.schedule = Schedule::kBlocks;
   p.max_tokens = max_tokens;
   p.steps = steps;
   p.block_length = block;
@@ -42,21 +42,22 @@ SamplerParams llada(int64_t max_tokens, int64_t steps, int64_t block) {
   return p;
 }
 
-/// Records every logits_cached call: (window_begin, window_end, refresh, rows).
+/// Records every segment with a K/V state: (window_begin, window_end, refresh, rows). A refresh is a
+/// segment into a cleared state (the whole canvas); a window step a segment of [wb, we) against it.
 class CacheRecorder : public ScriptedSource {
  public:
   using ScriptedSource::ScriptedSource;
-  void logits_cached(std::span<const int32_t> canvas, std::span<const int32_t> rows, int64_t wb, int64_t we,
-                     bool refresh, float* out) override {
-    calls.emplace_back(refresh ? 0 : wb, refresh ? static_cast<int64_t>(canvas.size()) : we, refresh,
-                       std::vector<int32_t>(rows.begin(), rows.end()));
-    for (int32_t r : rows) {
-      if (!refresh) {
-        EXPECT_GE(r, wb);
-        EXPECT_LT(r, we);
-      }
+  void on_kv_segment(const dllm::forward::Segment& s) override {
+    const bool refresh = s.kv->rows() == 0;
+    const int64_t wb = s.first, we = s.first + s.n_rows();
+    if (refresh) {
+      EXPECT_EQ(wb, 0);
     }
-    logits(canvas, rows, out);
+    calls.emplace_back(wb, we, refresh, std::vector<int32_t>(s.logit_rows.begin(), s.logit_rows.end()));
+    for (int32_t r : s.logit_rows) {
+      EXPECT_GE(r, wb);
+      EXPECT_LT(r, we);
+    }
   }
   std::vector<std::tuple<int64_t, int64_t, bool, std::vector<int32_t>>> calls;
 };
@@ -124,7 +125,7 @@ TEST(Cache, TraceMarksRefreshAtBlockStartsAndWindowSteps) {
     const auto trace = traced_cache_refresh(src, p, prompt);
     if (mode == CacheMode::kNone) {
       EXPECT_EQ(trace, std::vector<std::string>(16, "none"));
-      EXPECT_TRUE(src.calls.empty());  // no cache: logits(), never logits_cached()
+      EXPECT_TRUE(src.calls.empty());  // no cache: no segment carries a K/V state
       continue;
     }
     EXPECT_EQ(trace, full_at(16, {0, 8})) << cache_mode_name(mode);
@@ -190,7 +191,7 @@ TEST(Cache, DreamShiftWindowStartsOneEarlier) {
   for (const CacheMode mode : {CacheMode::kPrefix, CacheMode::kDual}) {
     CacheRecorder src(kVocab, position_tokens());
     SamplerParams p;
-    p.schedule = Schedule::kDream;
+    p.schedule = Schedule::kTimesteps;
     p.max_tokens = 8;
     p.steps = 8;
     p.block_length = 4;
@@ -216,7 +217,7 @@ TEST(Cache, DreamShiftWindowStartsOneEarlier) {
 TEST(Cache, DreamTimestepScheduleIsOneBlock) {
   CacheRecorder src(kVocab, position_tokens());
   SamplerParams p;
-  p.schedule = Schedule::kDream;
+  p.schedule = Schedule::kTimesteps;
   p.alg = DreamAlg::kEntropy;
   p.max_tokens = 4;
   p.steps = 4;
@@ -293,6 +294,6 @@ TEST(Cfg, InvalidCombinationsAreUsageErrors) {
   EXPECT_THROW(check_params(p, 3, kVocab), dllm::UsageError);
   p.cache = CacheMode::kNone;
   EXPECT_NO_THROW(check_params(p, 3, kVocab));
-  p.schedule = Schedule::kDream;
+  p.schedule = Schedule::kTimesteps;
   EXPECT_THROW(check_params(p, 3, kVocab), dllm::UsageError);
 }

@@ -23,7 +23,7 @@ constexpr int64_t kVocab = 16;
 
 SamplerParams llada(int64_t max_tokens, int64_t steps, int64_t block) {
   SamplerParams p;
-  p.schedule = Schedule::kLlada;
+  p.schedule = Schedule::kBlocks;
   p.max_tokens = max_tokens;
   p.steps = steps;
   p.block_length = block;
@@ -34,7 +34,7 @@ SamplerParams llada(int64_t max_tokens, int64_t steps, int64_t block) {
 
 SamplerParams dream(int64_t max_tokens, int64_t steps, DreamAlg alg) {
   SamplerParams p;
-  p.schedule = Schedule::kDream;
+  p.schedule = Schedule::kTimesteps;
   p.max_tokens = max_tokens;
   p.steps = steps;
   p.alg = alg;

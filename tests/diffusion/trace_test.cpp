@@ -23,7 +23,7 @@ TEST(Trace, LladaSixtyFourTokensSixteenSteps) {
   });
   const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
   SamplerParams p;
-  p.schedule = Schedule::kLlada;
+  p.schedule = Schedule::kBlocks;
   p.max_tokens = 64;
   p.block_length = 32;
   p.steps = 16;

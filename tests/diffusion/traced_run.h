@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "diffusion/logits_source.h"
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
+#include "forward/pass.h"
 #include "test_util.h"
 
 namespace dllm::test {
 
 /// generate(model, prompt, p) with every step written by TraceWriter; returns the parsed lines, one per step.
-inline std::vector<nlohmann::json> traced_run(diffusion::LogitsSource& model, std::span<const int32_t> prompt,
+inline std::vector<nlohmann::json> traced_run(forward::Forward& model, std::span<const int32_t> prompt,
                                               const diffusion::SamplerParams& p) {
   TempDir dir;
   const std::string path = (dir / "trace.jsonl").string();

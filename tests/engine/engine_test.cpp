@@ -33,12 +33,18 @@ using engine::QueueFull;
 using test::TinyModel;
 
 /// A source whose every forward pass waits until the test lets it run (release(n) allows n more
-/// passes): the test decides when each step of the scheduler happens. Logits favour token 5.
-class GatedSource : public diffusion::LogitsSource {
+/// passes): the test decides when each step of the scheduler happens. One segment per pass and no
+/// K/V state (forward::Capabilities' defaults). Logits favour token 5.
+class GatedSource : public forward::Forward {
  public:
   explicit GatedSource(int64_t n_vocab) : n_vocab_(n_vocab) {}
   int64_t n_vocab() const override { return n_vocab_; }
-  void logits(std::span<const int32_t>, std::span<const int32_t> rows, float* out) override {
+  forward::Capabilities capabilities() const override {
+    forward::Capabilities caps;
+    caps.max_rows = int64_t{1} << 30;
+    return caps;
+  }
+  void forward(std::span<const forward::Segment> segments) override {
     {
       std::unique_lock lock(m_);
       ++waiting_;
@@ -49,8 +55,9 @@ class GatedSource : public diffusion::LogitsSource {
       ++passes_;
       cv_.notify_all();
     }
-    for (size_t j = 0; j < rows.size(); ++j)
-      for (int64_t v = 0; v < n_vocab_; ++v) out[j * n_vocab_ + v] = v == 5 ? 1.0f : 0.0f;
+    for (const forward::Segment& s : segments)
+      for (size_t j = 0; j < s.logit_rows.size(); ++j)
+        for (int64_t v = 0; v < n_vocab_; ++v) s.logits[j * n_vocab_ + v] = v == 5 ? 1.0f : 0.0f;
   }
   void release(int64_t n) {
     std::lock_guard lock(m_);
@@ -213,7 +220,7 @@ TEST(Engine, SubmitChecksAsRunDoes) {
       "tokens: use max_tokens 61 or less, or shorten the prompt");
   JobSpec cached = gated_job(4);
   cached.params.cache = diffusion::CacheMode::kDual;
-  EXPECT_THROW(eng.submit(cached), UsageError);  // a source without cached steps
+  EXPECT_THROW(eng.submit(cached), UsageError);  // a source without K/V states
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ class TinyModel {
 
   const model::Model& model() const { return *model_; }
   const tokenizer::Tokenizer& tokenizer() const { return tok_; }
-  bool is_dream() const { return model_->config().arch == model::Arch::kDream; }
+  bool is_dream() const { return model_->config().arch_name == "dream"; }
 
   /// The chat-templated prompt ids of `text`.
   std::vector<int32_t> prompt(const std::string& text) const {
@@ -53,7 +53,7 @@ class TinyModel {
     p.sampleable = tok_.sampleable_mask(static_cast<int32_t>(n_vocab()));
     p.n_threads = 1;
     if (is_dream()) {
-      p.schedule = diffusion::Schedule::kDream;
+      p.schedule = diffusion::Schedule::kTimesteps;
       p.alg = diffusion::DreamAlg::kEntropy;
       p.block_length = 0;
     } else {

@@ -25,7 +25,7 @@ TEST(SamplerOptions, LladaDefaults) {
   SamplerOptions o;
   o.max_tokens = 64;
   diffusion::SamplerParams p = params_of(m, o, w);
-  EXPECT_EQ(p.schedule, diffusion::Schedule::kLlada);
+  EXPECT_EQ(p.schedule, diffusion::Schedule::kBlocks);
   EXPECT_EQ(p.steps, 64);
   EXPECT_EQ(p.block_length, 32);
   EXPECT_EQ(p.remasking, diffusion::Remasking::kLowConfidence);
@@ -45,7 +45,7 @@ TEST(SamplerOptions, DreamDefaults) {
   o.max_tokens = 48;
   o.steps = 24;
   diffusion::SamplerParams p = params_of(m, o, w);
-  EXPECT_EQ(p.schedule, diffusion::Schedule::kDream);
+  EXPECT_EQ(p.schedule, diffusion::Schedule::kTimesteps);
   EXPECT_EQ(p.steps, 24);
   EXPECT_EQ(p.alg, diffusion::DreamAlg::kEntropy);
   EXPECT_EQ(p.block_length, 0);

@@ -1,6 +1,8 @@
 // read_config and Model::load on synthetic GGUF files written by the test: values read, conventions
 // chosen per architecture, and each load error with its exact message.
 #include "model/model.h"
+#include "model/arch.h"
+#include "model/layer_desc.h"
 
 #include <gtest/gtest.h>
 
@@ -42,7 +44,7 @@ TEST(Config, LladaFromKeys) {
   const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
   const Model m = Model::load(file);
   const ModelConfig& c = m.config();
-  EXPECT_EQ(c.arch, Arch::kLlada);
+  EXPECT_EQ(c.arch, &kLladaArch);
   EXPECT_EQ(c.arch_name, "llada");
   EXPECT_EQ(c.n_layer, 2);
   EXPECT_EQ(c.n_embd, 256);
@@ -74,7 +76,7 @@ TEST(Config, DreamFromKeys) {
   const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
   const Model m = Model::load(file);
   const ModelConfig& c = m.config();
-  EXPECT_EQ(c.arch, Arch::kDream);
+  EXPECT_EQ(c.arch, &kDreamArch);
   EXPECT_EQ(c.n_head_kv, 2);
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
   EXPECT_TRUE(c.has_qkv_bias);
@@ -152,8 +154,8 @@ TEST(Config, MoeArchsFromKeys) {
     const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
     const Model m = Model::load(file);
     const ModelConfig& c = m.config();
-    EXPECT_EQ(c.arch, arch == "rnd1" ? Arch::kRnd1 : Arch::kLladaMoe);
-    EXPECT_EQ(std::string(arch_name(c.arch)), arch);
+    EXPECT_EQ(c.arch, arch == "rnd1" ? &kRnd1Arch : &kLladaMoeArch);
+    EXPECT_EQ(std::string(c.arch->name), arch);
     EXPECT_TRUE(c.is_moe());
     EXPECT_EQ(c.n_expert, 6);
     EXPECT_EQ(c.n_expert_used, 2);
@@ -229,6 +231,25 @@ TEST(LoadErrors, UnsupportedArchitecture) {
   SyntheticSpec spec;
   spec.arch = "qwen2";
   expect_load_error(spec, "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1)");
+}
+
+TEST(Config, PartialRopeFromTheDimensionCount) {
+  // rope.dimension_count below head_dim: RoPE on the first n_rot dims of each head (llama.cpp n_rot),
+  // in every layer's description; an odd count or one above head_dim is refused naming the key.
+  SyntheticSpec spec;
+  spec.n_rot = 32;
+  test::TempDir dir;
+  test::write_synthetic_model(spec, (dir / "m.gguf").string());
+  const auto file = gguf::GgufFile::open((dir / "m.gguf").string());
+  const Model m = Model::load(file);
+  EXPECT_EQ(m.config().n_rot, 32);
+  EXPECT_EQ(m.config().head_dim, 64);
+  for (const LayerDesc& d : describe_layers(m.config())) EXPECT_EQ(d.n_rot, 32);
+  for (const int64_t bad : {int64_t{33}, int64_t{66}}) {
+    spec.n_rot = bad;
+    expect_load_error(spec, "llada.rope.dimension_count is " + std::to_string(bad) +
+                                ": expected an even count of at most head_dim (64)");
+  }
 }
 
 TEST(LoadErrors, MissingArchitectureKey) {

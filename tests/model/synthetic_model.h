@@ -36,6 +36,9 @@ struct SyntheticSpec {
   /// Writes {arch}.attention.key_length / value_length (RND1 has n_head * head_dim != n_embd); nullopt:
   /// head_dim = n_embd / n_head, no key.
   std::optional<int64_t> head_dim;
+  /// Writes {arch}.rope.dimension_count: RoPE rotates the first n_rot dims of each head (partial
+  /// RoPE); nullopt: no key (every dim).
+  std::optional<int64_t> n_rot;
   double expert_std = 0.1;  ///< spread of the expert weights (larger: the FFN dominates the output)
   double router_std = 0.3;  ///< spread of the router weights (larger: sharper routing)
   int64_t context_length = 4096;
@@ -207,6 +210,7 @@ inline SyntheticModel write_synthetic_model(const SyntheticSpec& spec, const std
     if (key(a + "expert_feed_forward_length"))
       w.add_u32(a + "expert_feed_forward_length", static_cast<uint32_t>(spec.n_ff_exp));
   }
+  if (spec.n_rot) w.add_u32(a + "rope.dimension_count", static_cast<uint32_t>(*spec.n_rot));
   if (spec.head_dim) {
     w.add_u32(a + "attention.key_length", static_cast<uint32_t>(*spec.head_dim));
     w.add_u32(a + "attention.value_length", static_cast<uint32_t>(*spec.head_dim));

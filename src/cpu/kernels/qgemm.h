@@ -132,7 +132,6 @@ void gemm_q6_K8_avx2(const GemmArgs& a);
 void gemm_q4_K_avxvnni(const GemmArgs& a);
 void gemm_q6_K_avxvnni(const GemmArgs& a);
 void gemm_q4_K_avx512(const GemmArgs& a);
-void gemm_q6_K_avx512(const GemmArgs& a);
 /// Q6_K over Q6K8Block groups (a.w), the AVX-512 path's Q6_K kernel.
 void gemm_q6_K8_avx512(const GemmArgs& a);
 

@@ -145,93 +145,9 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Q6_K: q = low nibble | 2 high bits << 4 (0..63); the -32 enters through the activation bsums.
-
-template <int NG, int NT>
-void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* /*bs32*/, float* y,
-               int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
-  const int64_t pf_per = pf.per_step(n_sb);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i m30 = _mm512_set1_epi8(0x30);
-  __m512 acc[NT][NG];
-  for (int t = 0; t < NT; ++t) {
-    for (int g = 0; g < NG; ++g) acc[t][g] = _mm512_setzero_ps();
-  }
-  for (int64_t sb = 0; sb < n_sb; ++sb) {
-    pf.step(sb, pf_per);
-    const Q6KBlock* b[NG];
-    for (int g = 0; g < NG; ++g) b[g] = w + g * n_sb + sb;
-    __m512i sacc[NT][NG];
-    for (int t = 0; t < NT; ++t) {
-      for (int g = 0; g < NG; ++g) sacc[t][g] = _mm512_setzero_si512();
-    }
-    for (int s = 0; s < 8; ++s) {
-      // (sc[2s], sc[2s+1]) as int16 pairs; times -32 they subtract 32 * sc * bsum (the q offset).
-      __m512i pairs[NG];
-      for (int g = 0; g < NG; ++g) {
-        pairs[g] = _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->scales[s])));
-        const __m512i off = _mm512_mullo_epi16(pairs[g], _mm512_set1_epi16(-32));
-        for (int t = 0; t < NT; ++t) {
-          sacc[t][g] = _mm512_dpwssd_epi32(sacc[t][g], off, bcast32(x[t * n_sb + sb].bsums + 2 * s));
-        }
-      }
-      __m512i ia[NT][NG], ib[NT][NG];  // sub-blocks 2s (low nibbles) and 2s + 1 (high nibbles)
-      for (int t = 0; t < NT; ++t) {
-        for (int g = 0; g < NG; ++g) ia[t][g] = ib[t][g] = _mm512_setzero_si512();
-      }
-      for (int p = 0; p < 4; ++p) {
-        __m512i lo[NG], hi[NG];
-        for (int g = 0; g < NG; ++g) {
-          const __m512i c = _mm512_load_si512(b[g]->ql[s][p]);
-          const __m512i h = _mm512_load_si512(b[g]->qh[s][p / 2]);
-          // Top bits of this line's low / high-nibble values moved to bits 4-5 (16-bit shifts move
-          // bits across bytes, but only bits a byte owns land in 4-5, and the mask keeps those).
-          __m512i hl, hh;
-          if ((p & 1) == 0) {
-            hl = _mm512_and_si512(_mm512_slli_epi16(h, 4), m30);
-            hh = _mm512_and_si512(_mm512_slli_epi16(h, 2), m30);
-          } else {
-            hl = _mm512_and_si512(h, m30);
-            hh = _mm512_and_si512(_mm512_srli_epi16(h, 2), m30);
-          }
-          // (A & C) | B with A = nibbles, B = top bits, C = 0x0F: ternary-logic table 0xEC.
-          lo[g] = _mm512_ternarylogic_epi32(c, hl, m4, 0xEC);
-          hi[g] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(c, 4), hh, m4, 0xEC);
-        }
-        for (int t = 0; t < NT; ++t) {
-          const int8_t* xq = x[t * n_sb + sb].qs + 32 * s + 4 * p;
-          const __m512i bl = bcast32(xq), bh = bcast32(xq + 16);
-          for (int g = 0; g < NG; ++g) {
-            ia[t][g] = _mm512_dpbusd_epi32(ia[t][g], lo[g], bl);
-            ib[t][g] = _mm512_dpbusd_epi32(ib[t][g], hi[g], bh);
-          }
-        }
-      }
-      for (int g = 0; g < NG; ++g) {
-        const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs[g], 16), 16);  // sc[2s]
-        const __m512i sc_hi = _mm512_srai_epi32(pairs[g], 16);                         // sc[2s+1]
-        for (int t = 0; t < NT; ++t) {
-          sacc[t][g] = _mm512_add_epi32(sacc[t][g], _mm512_add_epi32(_mm512_mullo_epi32(ia[t][g], sc_lo),
-                                                                     _mm512_mullo_epi32(ib[t][g], sc_hi)));
-        }
-      }
-    }
-    for (int g = 0; g < NG; ++g) {
-      const __m512 d = _mm512_load_ps(b[g]->d);
-      for (int t = 0; t < NT; ++t) {
-        acc[t][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sacc[t][g])),
-                                    _mm512_set1_ps(x[t * n_sb + sb].d), acc[t][g]);
-      }
-    }
-  }
-  for (int t = 0; t < NT; ++t) {
-    for (int g = 0; g < NG; ++g) _mm512_mask_storeu_ps(y + t * ldy + g * kRows, mask[g], acc[t][g]);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Q6_K over the byte layout (Q6K8Block): the same sums as q6_K_tile, but each 64-byte line is a
-// vpdpbusd operand as loaded, so a line costs one load instead of ~8 unpacking instructions.
+// Q6_K over the byte layout (Q6K8Block): q = the 6-bit value - 32 in a byte (the -32 stored, not added
+// through the activation bsums), so each 64-byte line is a vpdpbusd operand as loaded: one load per
+// line instead of the ~8 unpacking instructions the nibble + 2-bit planes of Q6KBlock cost.
 
 template <int NG, int NT>
 void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
@@ -311,15 +227,6 @@ struct Tile<Q4KBlock> {
     q4_K_tile<NG, NT>(w, n_sb, x, static_cast<const int16_t*>(aux), y, ldy, mask, pf);
   }
 };
-template <>
-struct Tile<Q6KBlock> {
-  static const void* aux(const GemmArgs&, int64_t) { return nullptr; }
-  template <int NG, int NT>
-  static void run(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const void*, float* y,
-                  int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
-    q6_K_tile<NG, NT>(w, n_sb, x, nullptr, y, ldy, mask, pf);
-  }
-};
 
 template <>
 struct Tile<Q6K8Block> {
@@ -380,9 +287,6 @@ void gemm(const GemmArgs& a) {
 
 void gemm_q4_K_avx512(const GemmArgs& a) {
   gemm<Q4KBlock>(a);
-}
-void gemm_q6_K_avx512(const GemmArgs& a) {
-  gemm<Q6KBlock>(a);
 }
 void gemm_q6_K8_avx512(const GemmArgs& a) {
   gemm<Q6K8Block>(a);

@@ -1,7 +1,7 @@
 // Packed Q8_0 and Q5_K weight layouts, one byte per weight, and the GEMM kernels over them (one per
 // ISA path); also the emulated-VNNI kernels of every layout, which the tests run on CPUs without VNNI.
 //
-// Internal to src/cpu, like cpu/qgemm.h, whose group structure they share: a matrix of n_out rows x
+// Internal to src/cpu, like cpu/kernels/qgemm.h, whose group structure they share: a matrix of n_out rows x
 // n_in columns is cut into groups of kRows = 16 rows (the last zero-padded), a group's blocks are
 // stored one after the other, and one 64-byte line holds 4 consecutive weights of each of the 16 rows
 // (a zmm vpdpbusd operand, or two ymm ones). docs/kernels.md describes the layouts and the arithmetic.

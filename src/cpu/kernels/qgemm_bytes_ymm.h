@@ -7,7 +7,7 @@
 // Tiles are 16 rows (both 8-row halves of a group, bytes 32h..32h+31 of each line) x 4 tokens, the
 // token remainder in 3-token tiles where the count allows, as the Q4_K ymm kernel: each activation
 // broadcast feeds both halves, 8 independent int32 chains. The driver prefetches the next group's
-// weights into L2 a slice per token tile (cpu/qgemm_tiling.h).
+// weights into L2 a slice per token tile (cpu/kernels/qgemm_tiling.h).
 //
 // Q8_0 (int8 weights x int8 activations, per 32 values an f16 scale each):
 //   VNNI: vpdpbusd multiplies unsigned by signed bytes, so the activations enter as x + 128 (u8,
@@ -16,7 +16,7 @@
 //   AVX2: vpmaddubsw(|q|, sign(x, q)) = the s16 sums of two q x (|q| <= 128, |x| <= 127 as
 //   quantize_row_q8_0 makes them: <= 32512, no saturation), widened by vpmaddwd with ones.
 //   Per block: y += (d_w * d_x) * float(sum) (the int32 sum is exact, |sum| < 2^19 converts exactly).
-// Q5_K (u8 weights 0..31 x int8 Q8_K activations): the Q4_K tile of cpu/qgemm_ymm.h with each line
+// Q5_K (u8 weights 0..31 x int8 Q8_K activations): the Q4_K tile of cpu/kernels/qgemm_ymm.h with each line
 //   loaded instead of unpacked from nibbles: VNNI: vpdpbusd per line, the sub-block scale by vpmulld;
 //   AVX2: vpmaddubsw s16 sums (2 * 31 * 128 = 7936 per product pair), 4 lines added in s16 (<= 31744),
 //   then vpmaddwd by the scale pair, twice per sub-block. The min term as Q4_K (bs32, vpdpwssd).

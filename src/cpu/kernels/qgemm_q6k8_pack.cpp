@@ -1,4 +1,4 @@
-// Repacking of GGUF Q6_K blocks into the byte layout of Q6K8Block (cpu/qgemm.h), used by the AVX-512
+// Repacking of GGUF Q6_K blocks into the byte layout of Q6K8Block (cpu/kernels/qgemm.h), used by the AVX-512
 // path, and the unsigned activation bytes its kernel reads. The 6-bit values are decoded from ggml's
 // block_q6_K layout (ggml-common.h; the same reading as quant/q6_k.cpp): in each half of 128 values, value
 // 32g + l takes its low nibble from ql[l + 32 (g & 1)] (low nibble for g < 2, high for g >= 2) and its top 2

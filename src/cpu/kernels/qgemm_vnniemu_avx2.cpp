@@ -1,4 +1,4 @@
-// Tests only: the ymm VNNI kernels of every layout (cpu/qgemm_ymm.h for Q4_K / Q6_K,
+// Tests only: the ymm VNNI kernels of every layout (cpu/kernels/qgemm_ymm.h for Q4_K / Q6_K,
 // kernels/qgemm_bytes_ymm.h for Q8_0 / Q5_K) with vpdpbusd / vpdpwssd replaced by exact AVX2
 // sequences (kernels/ymm_dot.h YmmVnniEmu). Compiled with the AVX2 flags, so the logic of the
 // AVX-VNNI kernels, and of the AVX-512 path's Q8_0 / Q5_K kernels (the same bodies), runs in the tests

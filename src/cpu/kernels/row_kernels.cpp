@@ -10,8 +10,9 @@ namespace {
 
 void attention_head_scalar(const AttentionHead& a) {
   for (int64_t t = 0; t < a.n_q; ++t) {
-    attention_row(a.q + t * a.q_stride, a.k, a.kv_stride, a.v, a.kv_stride, a.n_kv, a.head_dim, a.scale,
-                  a.scratch, a.out + t * a.out_stride);
+    const forward::KeyRange r = a.ranges ? a.ranges[t] : forward::KeyRange{0, static_cast<int32_t>(a.n_kv)};
+    attention_row(a.q + t * a.q_stride, a.k + r.begin * a.kv_stride, a.kv_stride, a.v + r.begin * a.kv_stride,
+                  a.kv_stride, r.end - r.begin, a.head_dim, a.scale, a.scratch, a.out + t * a.out_stride);
   }
 }
 

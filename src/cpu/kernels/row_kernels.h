@@ -9,16 +9,20 @@
 #include <cstdint>
 
 #include "base/isa.h"
+#include "forward/mask.h"
 #include "quant/blocks.h"
 
 namespace dllm::cpu {
 
-/// One attention head over every query row of a canvas (or window), no mask:
-/// out_t = softmax(scale * q_t . k_j over j < n_kv) weighted sum of v_j, for t < n_q.
-/// q_t = q + t * q_stride, out_t = out + t * out_stride, k_j = k + j * kv_stride, v_j = v + j * kv_stride,
-/// each head_dim floats. scratch: attention_scratch_floats(head_dim, n_kv) floats, one region per
-/// calling thread. Each output row depends only on its own q row and on k/v (never on n_q or on the
-/// other rows), so a window's rows equal the same rows of a full pass bit for bit.
+/// One attention head over every query row of a canvas (or window), each row over its own range of
+/// keys: out_t = softmax(scale * q_t . k_j over j in [b_t, e_t)) weighted sum of v_j, for t < n_q,
+/// with [b_t, e_t) = ranges[t] (forward/mask.h: a mask rule's keys of the row), or [0, n_kv) for
+/// every row when ranges is null (no mask). q_t = q + t * q_stride, out_t = out + t * out_stride,
+/// k_j = k + j * kv_stride, v_j = v + j * kv_stride, each head_dim floats; every range lies in
+/// [0, n_kv) and is not empty. scratch: attention_scratch_floats(head_dim, n_kv) floats, one region
+/// per calling thread. Each output row depends only on its own q row, its range and k/v (never on
+/// n_q, on the other rows or on their ranges), so a window's rows equal the same rows of a full pass
+/// bit for bit, and a row whose range is [0, n_kv) equals the unmasked row.
 struct AttentionHead {
   const float* q = nullptr;
   int64_t q_stride = 0;
@@ -27,6 +31,7 @@ struct AttentionHead {
   const float* v = nullptr;
   int64_t kv_stride = 0;
   int64_t n_kv = 0;
+  const forward::KeyRange* ranges = nullptr;  ///< n_q ranges, or nullptr: every row sees [0, n_kv)
   int64_t head_dim = 0;
   float scale = 1.0f;
   float* out = nullptr;

@@ -1,4 +1,4 @@
-// The SIMD row kernels of cpu/row_kernels.h written once over a vector type V, instantiated by
+// The SIMD row kernels of cpu/kernels/row_kernels.h written once over a vector type V, instantiated by
 // row_kernels_avx2.cpp (V = 8 f32 lanes, ymm) and row_kernels_avx512.cpp (16 lanes, zmm), each
 // compiled with its ISA's flags. Included ONLY by those files; everything is in an anonymous
 // namespace so the two instantiations never meet at link time.
@@ -184,28 +184,49 @@ inline void softmax_row(float* s, int64_t nkp) {
   for (int64_t j = 0; j < nkp; j += V::W) V::store(s + j, V::mul(V::load(s + j), inv));
 }
 
+/// Keys [begin, end) of query row t: its mask range, or every key.
+inline forward::KeyRange row_range(const AttentionHead& a, int64_t t) {
+  return a.ranges ? a.ranges[t] : forward::KeyRange{0, static_cast<int32_t>(a.n_kv)};
+}
+
 template <class V, int QT>
 void attention_head(const AttentionHead& a) {
-  const int64_t hd = a.head_dim, nk = a.n_kv;
-  if (hd % V::W != 0 || nk <= 0) {
+  const int64_t hd = a.head_dim;
+  // The keys any row reads, [lo, hi), lo rounded down to a multiple of 16: a key's column (and so its
+  // lane in the softmax sums) is then its index mod 16 in every tile, which keeps each row's result
+  // independent of the tile it falls in. Without ranges: [0, n_kv).
+  int64_t lo = 0, hi = a.n_kv;
+  if (a.ranges) {
+    lo = a.n_kv;
+    hi = 0;
+    for (int64_t t = 0; t < a.n_q; ++t) {
+      lo = std::min<int64_t>(lo, a.ranges[t].begin);
+      hi = std::max<int64_t>(hi, a.ranges[t].end);
+    }
+    lo = lo / 16 * 16;
+  }
+  if (hd % V::W != 0 || hi <= lo) {
     // Not a whole number of vectors per head: the portable row.
     for (int64_t t = 0; t < a.n_q; ++t) {
-      attention_row(a.q + t * a.q_stride, a.k, a.kv_stride, a.v, a.kv_stride, nk, hd, a.scale, a.scratch,
+      const forward::KeyRange r = row_range(a, t);
+      attention_row(a.q + t * a.q_stride, a.k + r.begin * a.kv_stride, a.kv_stride,
+                    a.v + r.begin * a.kv_stride, a.kv_stride, r.end - r.begin, hd, a.scale, a.scratch,
                     a.out + t * a.out_stride);
     }
     return;
   }
   constexpr int C = 4;  // vectors per tile
-  const int64_t nkp = (nk + 15) / 16 * 16;
+  const int64_t nk = hi - lo, nkp = (nk + 15) / 16 * 16;
   float* kt = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(a.scratch) + 63) & ~uintptr_t(63));
   float* sc = kt + hd * nkp;
-  // Transposed 16 keys at a time: each d writes one 64-byte line of kt (key-major order would touch
-  // head_dim lines per key, more than L1 holds at 141 keys).
+  // Keys lo .. hi transposed, 16 at a time: each d writes one 64-byte line of kt (key-major order would
+  // touch head_dim lines per key, more than L1 holds at 141 keys). Column c of kt is key lo + c.
+  const float* k0 = a.k + lo * a.kv_stride;
   for (int64_t j0 = 0; j0 < nk; j0 += 16) {
     const int64_t jn = std::min<int64_t>(16, nk - j0);
     for (int64_t d = 0; d < hd; ++d) {
       float* dst = kt + d * nkp + j0;
-      for (int64_t jj = 0; jj < jn; ++jj) dst[jj] = a.k[(j0 + jj) * a.kv_stride + d];
+      for (int64_t jj = 0; jj < jn; ++jj) dst[jj] = k0[(j0 + jj) * a.kv_stride + d];
     }
   }
   for (int64_t d = 0; d < hd; ++d) {
@@ -217,41 +238,66 @@ void attention_head(const AttentionHead& a) {
     const float* qr[QT];
     float* orow[QT];
     float dummy_out[QT][C * V::W];
-    for (int i = 0; i < QT; ++i) qr[i] = a.q + (t0 + std::min(i, nq - 1)) * a.q_stride;
+    forward::KeyRange rr[QT];
+    // The tile's columns [c0, c0 + tkp): the keys of its rows, c0 a multiple of 16 (all of kt without
+    // ranges).
+    int64_t c0 = 0, c1 = nk;
+    if (a.ranges) {
+      c0 = nk;
+      c1 = 0;
+    }
+    for (int i = 0; i < QT; ++i) {
+      const int64_t t = t0 + std::min(i, nq - 1);
+      qr[i] = a.q + t * a.q_stride;
+      rr[i] = row_range(a, t);
+      if (a.ranges) {
+        c0 = std::min<int64_t>(c0, rr[i].begin - lo);
+        c1 = std::max<int64_t>(c1, rr[i].end - lo);
+      }
+    }
+    c0 = c0 / 16 * 16;
+    const int64_t tk = c1 - c0, tkp = (tk + 15) / 16 * 16;
+    const float* ktt = kt + c0;
+    float* sct = sc + c0;
     // Key vectors in tiles of C, or of 3 when that divides them evenly (141 keys = 9 vectors: three
     // 3-vector tiles instead of 4 + 4 + a 1-vector tile whose QT chains cannot fill the FMA pipes).
-    const int64_t n_vec = nkp / V::W;
+    const int64_t n_vec = tkp / V::W;
     int64_t j = 0;
     if (n_vec % C != 0 && n_vec % 3 == 0) {
-      for (; j < nkp; j += 3 * V::W) score_tile<V, QT, 3>(qr, kt + j, nkp, hd, a.scale, sc + j);
+      for (; j < tkp; j += 3 * V::W) score_tile<V, QT, 3>(qr, ktt + j, nkp, hd, a.scale, sct + j);
     }
-    for (; j + C * V::W <= nkp; j += C * V::W) score_tile<V, QT, C>(qr, kt + j, nkp, hd, a.scale, sc + j);
-    switch ((nkp - j) / V::W) {
+    for (; j + C * V::W <= tkp; j += C * V::W) score_tile<V, QT, C>(qr, ktt + j, nkp, hd, a.scale, sct + j);
+    switch ((tkp - j) / V::W) {
       case 3:
-        score_tile<V, QT, 3>(qr, kt + j, nkp, hd, a.scale, sc + j);
+        score_tile<V, QT, 3>(qr, ktt + j, nkp, hd, a.scale, sct + j);
         break;
       case 2:
-        score_tile<V, QT, 2>(qr, kt + j, nkp, hd, a.scale, sc + j);
+        score_tile<V, QT, 2>(qr, ktt + j, nkp, hd, a.scale, sct + j);
         break;
       case 1:
-        score_tile<V, QT, 1>(qr, kt + j, nkp, hd, a.scale, sc + j);
+        score_tile<V, QT, 1>(qr, ktt + j, nkp, hd, a.scale, sct + j);
         break;
       default:
         break;
     }
     for (int i = 0; i < QT; ++i) {
-      float* s = sc + i * nkp;
-      for (int64_t jj = nk; jj < nkp; ++jj) s[jj] = -INFINITY;
-      softmax_row<V>(s, nkp);
+      // Columns outside the row's keys (and past the last key) are -inf: e^-inf = 0 adds nothing to
+      // the row's sums and weights, so the row comes out as if computed over its keys alone.
+      float* s = sct + i * nkp;
+      const int64_t b = rr[i].begin - lo - c0, e = rr[i].end - lo - c0;
+      for (int64_t jj = 0; jj < b; ++jj) s[jj] = -INFINITY;
+      for (int64_t jj = e; jj < tkp; ++jj) s[jj] = -INFINITY;
+      softmax_row<V>(s, tkp);
     }
+    const float* vt = a.v + (lo + c0) * a.kv_stride;
     int64_t d0 = 0;
     for (; d0 + C * V::W <= hd; d0 += C * V::W) {
       for (int i = 0; i < QT; ++i) orow[i] = i < nq ? a.out + (t0 + i) * a.out_stride + d0 : dummy_out[i];
-      pv_tile<V, QT, C>(sc, nkp, a.v + d0, a.kv_stride, nk, orow);
+      pv_tile<V, QT, C>(sct, nkp, vt + d0, a.kv_stride, tk, orow);
     }
     for (; d0 < hd; d0 += V::W) {
       for (int i = 0; i < QT; ++i) orow[i] = i < nq ? a.out + (t0 + i) * a.out_stride + d0 : dummy_out[i];
-      pv_tile<V, QT, 1>(sc, nkp, a.v + d0, a.kv_stride, nk, orow);
+      pv_tile<V, QT, 1>(sct, nkp, vt + d0, a.kv_stride, tk, orow);
     }
   }
 }

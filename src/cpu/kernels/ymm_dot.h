@@ -1,4 +1,4 @@
-// The two integer dot products of the 256-bit GEMM kernels (cpu/qgemm_ymm.h,
+// The two integer dot products of the 256-bit GEMM kernels (cpu/kernels/qgemm_ymm.h,
 // cpu/kernels/qgemm_bytes_ymm.h), one struct per instantiation, so that one template body serves
 // every ymm path and the VNNI form of it can run where the CPU has no VNNI:
 //   YmmAvx2      AVX2. kVnni = false: the kernels take their vpmaddubsw route and call only s16.

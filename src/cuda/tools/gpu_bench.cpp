@@ -77,11 +77,15 @@ int main(int argc, char** argv) {
     std::vector<int32_t> rows(rows_n);
     for (int64_t j = 0; j < rows_n; ++j) rows[j] = static_cast<int32_t>(canvas - rows_n + j);
     std::vector<float> logits(rows_n * fwd.n_vocab());
-    for (int i = 0; i < warmup; ++i) fwd.forward(tokens, rows, logits.data());
+    forward::Segment seg;  // the whole canvas, the last rows_n rows' logits
+    seg.tokens = tokens;
+    seg.logit_rows = rows;
+    seg.logits = logits.data();
+    for (int i = 0; i < warmup; ++i) fwd.forward({&seg, 1});
     std::vector<double> ms;
     for (int i = 0; i < steps; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      fwd.forward(tokens, rows, logits.data());
+      fwd.forward({&seg, 1});
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     // The same steps through forward_stats: per-row statistics on the device, 32 bytes per row back

@@ -1,0 +1,33 @@
+// The list of architectures (arch.h).
+#include "model/arch.h"
+
+#include <array>
+
+#include "gguf/gguf.h"
+
+namespace dllm::model {
+
+std::span<const Architecture* const> architectures() {
+  static const std::array<const Architecture*, 4> all = {&kLladaArch, &kDreamArch, &kLladaMoeArch,
+                                                         &kRnd1Arch};
+  return all;
+}
+
+const Architecture* find_architecture(std::string_view name) {
+  for (const Architecture* a : architectures())
+    if (a->name == name) return a;
+  return nullptr;
+}
+
+void configure_qk_norm_experts(const gguf::GgufFile& file, ModelConfig& c) {
+  c.rope_mode = RopeMode::kNeox;
+  c.has_qkv_bias = file.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.has_qk_norm = true;
+  read_expert_keys(file, c);
+}
+
+const Architecture* architecture_of(const gguf::GgufFile& file) {
+  return find_architecture(file.find_string("general.architecture").value_or(""));
+}
+
+}  // namespace dllm::model
