@@ -40,7 +40,8 @@ struct SamplerOptions {
   std::optional<int64_t> top_k;          ///< Dream, default 0 (off)
   std::optional<double> threshold;
   double cfg_scale = 0.0;
-  std::string cache = "none";  ///< none | prefix | dual
+  std::string
+      cache;  ///< none | prefix | dual | exact; "": the model's (exact for block diffusion, else none)
   bool early_stop = true;
   int n_threads = 0;     ///< threads of the sampler's per-row statistics (SamplerParams::n_threads)
   Isa isa = best_isa();  ///< their kernel path (SamplerParams::isa)

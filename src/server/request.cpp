@@ -301,7 +301,7 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   r.steps = whole(body, "steps", 1);
   r.block_length = whole(body, "block_length", 1);
   r.threshold = real(body, "threshold", 0, 1, true);
-  r.cache = one_of(body, "cache", {"none", "prefix", "dual"});
+  r.cache = one_of(body, "cache", {"none", "prefix", "dual", "exact"});
   r.alg = one_of(body, "alg", {"origin", "maskgit_plus", "topk_margin", "entropy"});
   r.alg_temp = real(body, "alg_temp", 0, kInf);
   r.remasking = one_of(body, "remasking", {"low_confidence", "random"});

@@ -95,5 +95,55 @@ TEST(Llada2Cli, BlockLengthOnlyForBlockDiffusion) {
   EXPECT_EQ(zero.err, "ERROR: --block-length must be at least 1 (got 0); 1 is causal\n");
 }
 
+nlohmann::json run_json(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"run", "--model", llada2_path(), "--json", "--threads", "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const RunResult r = run_dllm(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json{};
+}
+
+// The exact block cache (default) against --cache none, which recomputes the prefix every step as the
+// reference loop does: the same tokens, greedy and sampled with one seed, with prompts that end
+// inside a block and (raw, 32 tokens) at a block boundary, and with a scheduled-count-only run.
+TEST(Llada2Cli, ExactCacheEqualsRecompute) {
+  DLLM_REQUIRE_REFERENCE();
+  const std::vector<std::vector<std::string>> cases = {
+      {"--prompt", "What is 2+2?", "--max-tokens", "80"},
+      {"--prompt", "Tell me a story", "--max-tokens", "96", "--temperature", "0.8", "--seed", "11", "--top-k",
+       "40", "--top-p", "0.9"},
+      {"--prompt", "Name three colours.", "--max-tokens", "64", "--steps", "8", "--threshold", "1",
+       "--temperature", "1", "--seed", "3"},
+  };
+  for (const auto& c : cases) {
+    auto exact = c;
+    exact.insert(exact.end(), {"--cache", "exact"});
+    auto none = c;
+    none.insert(none.end(), {"--cache", "none"});
+    const nlohmann::json a = run_json(exact), b = run_json(none);
+    ASSERT_FALSE(a.is_null());
+    ASSERT_FALSE(b.is_null());
+    EXPECT_EQ(a["tokens"], b["tokens"]) << c[1];
+    EXPECT_EQ(a["steps_run"], b["steps_run"]) << c[1];
+    EXPECT_GT(a["tokens"].size(), 0u) << c[1];
+  }
+  // A raw prompt of exactly one block (32 tokens: the first generated block starts at position 32).
+  std::string raw;
+  for (int i = 0; i < 32; ++i) raw += " a";
+  const nlohmann::json tok = run_json({"--prompt", raw, "--no-chat", "--max-tokens", "40"});
+  const nlohmann::json none =
+      run_json({"--prompt", raw, "--no-chat", "--max-tokens", "40", "--cache", "none"});
+  EXPECT_EQ(tok["tokens"], none["tokens"]);
+}
+
+TEST(Llada2Cli, FastDllmCacheRefused) {
+  DLLM_REQUIRE_REFERENCE();
+  const RunResult r = run_dllm({"run", "--model", llada2_path(), "--prompt", "Hi", "--cache", "dual"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ERROR: --cache dual is Fast-dLLM's approximate cache; block diffusion caches finished blocks "
+            "exactly: use --cache exact (the default) or none\n");
+}
+
 }  // namespace
 }  // namespace dllm::test
