@@ -471,7 +471,7 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
     throw UsageError(
         q.cfg_scale +
         " applies to LLaDA models (generate.py); Dream's sampler has no classifier-free guidance");
-  if (p.cfg_scale > 0 && p.cache != CacheMode::kNone)
+  if (p.cfg_scale > 0 && p.cache != CacheMode::kNone && p.schedule != Schedule::kBlockDiffusion)
     throw UsageError(q.cfg_scale + " cannot be combined with a KV cache (" + q.cache + " " +
                      cache_mode_name(p.cache) + "): use " + q.cache + " none");
   if (p.mask_id < 0 || p.mask_id >= n_vocab)
