@@ -44,6 +44,12 @@ import llada2_baseline as base  # noqa: E402
 STEPS_PER_BLOCK = 8
 
 
+def block_step_times(forward_ms):
+    """The forward times of the 32-row steps: every step but each block's first (which also folds the
+    finished block in), blocks of STEPS_PER_BLOCK steps."""
+    return [f for i, f in enumerate(forward_ms) if i % STEPS_PER_BLOCK != 0]
+
+
 def ours(bindir, model, prompt, threads, cache):
     cmd = [str(bindir / "dllm"), "run", "--model", str(model), "--no-chat", "--prompt", prompt, "--max-tokens", "128",
            "--block-length", "32", "--steps", str(STEPS_PER_BLOCK), "--threshold", "1", "--temperature", "0",
@@ -58,7 +64,7 @@ def ours(bindir, model, prompt, threads, cache):
     rec.update({"n_prompt_tokens": j["n_prompt_tokens"], "steps_run": j["steps_run"],
                 "generate_ms": j["timings"]["generate_ms"], "load_ms": j["timings"]["load_ms"],
                 "peak_rss_bytes": j["peak_rss_bytes"], "forward_ms": fwd})
-    block_steps = [f for i, f in enumerate(fwd) if i % STEPS_PER_BLOCK != 0]
+    block_steps = block_step_times(fwd)
     rec["block_step_ms_median"] = statistics.median(block_steps) if block_steps else None
     rec["first_steps_ms"] = [f for i, f in enumerate(fwd) if i % STEPS_PER_BLOCK == 0]
     return rec
