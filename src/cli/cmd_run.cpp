@@ -59,6 +59,14 @@ Command add_run_command(CLI::App& root) {
                   "confidence is at least this, in (0, 1]; llada2 (default 0.95): those above it when they "
                   "are at least the step's scheduled count, else that many most confident (1: schedule only)")
       ->check(real_number(0, 1, true));
+  sub->add_option("--edit-threshold", o->edit_threshold,
+                  "llada2 (LLaDA2.1): token-to-token editing: a step also rewrites decoded positions of the "
+                  "block whose token would change with confidence above this, in [0, 1]; masks are then "
+                  "committed above --threshold (default 0.5), at least one per step")
+      ->check(real_number(0, 1));
+  sub->add_option("--max-post-edit-steps", o->max_post_edit_steps,
+                  "With --edit-threshold: steps a block may run after its last mask (default 16)")
+      ->check(whole_number(0));
   sub->add_option("--cfg-scale", o->cfg_scale,
                   "LLaDA: classifier-free guidance scale (0: off); a second pass with the prompt masked")
       ->check(real_number(0, kInf))

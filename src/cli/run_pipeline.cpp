@@ -61,6 +61,8 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
   if (o.was_given("--top-p")) so.top_p = o.top_p;
   if (o.was_given("--top-k")) so.top_k = o.top_k;
   so.threshold = o.threshold;
+  so.edit_threshold = o.edit_threshold;
+  so.max_post_edit_steps = o.max_post_edit_steps;
   so.cfg_scale = o.cfg_scale;
   so.cache = o.cache;
   so.early_stop = !o.no_early_stop;
@@ -143,10 +145,14 @@ std::string describe_sampler(const diffusion::SamplerParams& p, int64_t canvas_a
   const std::string threshold =
       p.threshold ? "threshold " + fmt(*p.threshold) + " (steps until every block is full)" : "";
   if (p.schedule == diffusion::Schedule::kBlockDiffusion) {
-    s = "block diffusion: block " + std::to_string(p.block_length) + ", " + std::to_string(p.steps) +
-        " steps per block, threshold " + (p.threshold ? fmt(*p.threshold) : std::string("off")) +
-        ", temperature " + fmt(p.temperature) + ", top_p " + fmt(p.top_p) + ", top_k " +
-        std::to_string(p.top_k);
+    s = "block diffusion: block " + std::to_string(p.block_length) + ", " +
+        (p.edit_threshold ? std::string("until no step changes the block")
+                          : std::to_string(p.steps) + " steps per block") +
+        ", threshold " + (p.threshold ? fmt(*p.threshold) : std::string("off")) + ", temperature " +
+        fmt(p.temperature) + ", top_p " + fmt(p.top_p) + ", top_k " + std::to_string(p.top_k);
+    if (p.edit_threshold)
+      s += ", edit threshold " + fmt(*p.edit_threshold) + ", " + std::to_string(p.max_post_edit_steps) +
+           " post-edit steps";
   } else if (p.schedule == diffusion::Schedule::kBlocks) {
     s = "llada: " + (p.threshold ? threshold : "steps " + std::to_string(p.steps)) + ", block " +
         std::to_string(p.block_length) + ", remasking " + diffusion::remasking_name(p.remasking) +

@@ -15,7 +15,9 @@
 //                    position 0 (the prompt's last P % B tokens share the first block), `steps` steps
 //                    per block with block_transfer_counts; a step commits every masked position above
 //                    the threshold when they are at least the step's count, else the count's most
-//                    confident; after a block holding an end token the run stops
+//                    confident; after a block holding an end token the run stops. With LLaDA2.1's
+//                    editing (SamplerParams::edit_threshold) a step scores the block's decoded
+//                    positions too and a block ends when a step changes nothing
 // DiffusionGemma's loop comes next, behind the same interface.
 #pragma once
 
@@ -40,6 +42,9 @@ enum class Select {
   kMultinomial,  ///< Dream alg_temp > 0: k drawn without replacement
   /// LLaDA2: every one > threshold when they are at least k, else the k most confident
   kThresholdOrTopk,
+  /// LLaDA2.1: the masked ones > threshold (at least the most confident), and the decoded ones whose
+  /// token would change with confidence > edit_threshold (token-to-token edits)
+  kJointThreshold,
 };
 
 /// The step a loop runs next.

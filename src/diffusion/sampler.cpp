@@ -162,6 +162,9 @@ class Sequence::State {
       case Select::kThresholdOrTopk:
         chosen = select_threshold_or_topk(std::move(scored), plan.k);
         break;
+      case Select::kJointThreshold:
+        chosen = select_joint(std::move(scored));
+        break;
     }
     kv_->accepted(plan.block);
     commit(std::move(chosen), forward_ms, prep_ms_ + ms_since(t0));
@@ -324,6 +327,29 @@ class Sequence::State {
     return c;
   }
 
+  /// SGLang joint_threshold.py, one block's step: the masked positions with confidence > threshold
+  /// (none: the most confident one), and every decoded position whose token would change with
+  /// confidence > edit_threshold.
+  std::vector<Candidate> select_joint(std::vector<Candidate> c) const {
+    std::vector<Candidate> out;
+    const Candidate* best = nullptr;
+    bool any_mask = false;
+    for (const Candidate& x : c) {
+      if (is_mask(x.pos)) {
+        if (x.conf > p_.threshold.value_or(1.0)) {
+          out.push_back(x);
+          any_mask = true;
+        } else if (best == nullptr || more_confident(x, *best)) {
+          best = &x;
+        }
+      } else if (x.token != canvas_[x.pos] && x.conf > *p_.edit_threshold) {
+        out.push_back(x);
+      }
+    }
+    if (!any_mask && best != nullptr) out.push_back(*best);
+    return out;
+  }
+
   std::vector<Candidate> select_topk(std::vector<Candidate> c, int64_t k) const {
     std::sort(c.begin(), c.end(), more_confident);
     c.resize(std::min<size_t>(c.size(), static_cast<size_t>(k)));
@@ -359,8 +385,8 @@ class Sequence::State {
     bool committed_end = false;
     for (const auto& c : chosen) {
       committed_end |= is_end_[c.token] != 0;
+      if (is_mask(c.pos)) --masks_left_;  // else a token-to-token edit (LLaDA2.1)
       canvas_[c.pos] = c.token;
-      --masks_left_;
       pos.push_back(c.pos);
       tok.push_back(c.token);
       conf.push_back(static_cast<float>(c.conf));
@@ -374,7 +400,11 @@ class Sequence::State {
     // Block diffusion stops early as LLaDA2's generate does (eos_early_stop): when this step committed
     // an end token and the answer's first end token has no mask before it. An answer without masks
     // stops it too: later steps would only fill the padding after max_tokens, which is cut.
-    const bool block_stop = p_.schedule == Schedule::kBlockDiffusion &&
+    // With editing the active block's tokens may still change: nothing in it is final before the block
+    // ends, and the run stops at a block's end only (the loop's end-token rule).
+    const bool editing = p_.edit_threshold.has_value();
+    if (editing) j = std::min(j, std::max(prompt_len_, plan_->block.begin));
+    const bool block_stop = p_.schedule == Schedule::kBlockDiffusion && !editing &&
                             ((final && j < n && committed_end && p_.early_stop) || j == n);
     StepInfo info;
     info.step = steps_run_;
@@ -391,7 +421,7 @@ class Sequence::State {
     info.cache = p_.cache;
     info.canvas = canvas_;
     info.stable_answer_len = j - prompt_len_;
-    info.answer_final = final;
+    info.answer_final = final && !editing;
     ++steps_run_;
     if (cb_.on_step) cb_.on_step(info);
     const bool stop = p_.schedule == Schedule::kBlockDiffusion ? block_stop : final && p_.early_stop;
@@ -500,6 +530,12 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
           q.cache + " " + cache_mode_name(p.cache) +
           " is Fast-dLLM's approximate cache; block diffusion caches finished blocks exactly: use " +
           q.cache + " exact (the default) or none");
+    if (p.edit_threshold && !(*p.edit_threshold >= 0.0 && *p.edit_threshold <= 1.0))
+      throw UsageError("edit threshold must be in [0, 1] (got " + std::to_string(*p.edit_threshold) + ")");
+    if (p.max_post_edit_steps < 0)
+      throw UsageError("max post-edit steps must be >= 0 (got " + num(p.max_post_edit_steps) + ")");
+  } else if (p.edit_threshold) {
+    throw UsageError("token editing (an edit threshold) applies to block-diffusion models (llada2)");
   } else if (p.cache == CacheMode::kExact) {
     throw UsageError(q.cache + " exact applies to block-diffusion models (llada2): use none, prefix or dual");
   } else if (p.schedule == Schedule::kBlocks) {

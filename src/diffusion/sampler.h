@@ -104,6 +104,13 @@ struct SamplerParams {
   double top_p = 1.0;     ///< Dream, block diffusion: nucleus filter, 1 = off
   int64_t top_k = 0;      ///< Dream, block diffusion: top-k filter, 0 = off
   double eps = 1e-3;      ///< Dream: timesteps = linspace(1, eps, steps + 1)
+  /// LLaDA2.1 token-to-token editing (SGLang srt/dllm/algorithm/joint_threshold.py), block diffusion
+  /// only: a step commits every masked position of the block above `threshold` (at least the most
+  /// confident; no schedule) and rewrites every decoded, non-prompt position of the block whose
+  /// chosen token differs from its own with probability above edit_threshold; the block ends when a
+  /// step changes nothing, or after max_post_edit_steps steps without masks. nullopt: off (2.0).
+  std::optional<double> edit_threshold;
+  int64_t max_post_edit_steps = 16;  ///< editing: steps a block may run once it has no mask
   /// Fast-dLLM threshold decoding: each step commits every masked position of the current block with
   /// confidence >= threshold, and at least the most confident one; runs until the block is full.
   std::optional<double> threshold;

@@ -80,13 +80,19 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
   p.end_ids = tok.eog_ids();
   p.sampleable = tok.sampleable_mask(static_cast<int32_t>(n_vocab));
 
+  if (o.edit_threshold && !block_diffusion)
+    throw UsageError(setting("edit_threshold", names) + " applies to block-diffusion models (llada2); " +
+                     cfg.arch_name + " has no token editing");
   if (block_diffusion) {
     // LLaDA2's HF generate defaults: block 32 (the model's), 32 steps per block, threshold 0.95,
     // temperature 0 (greedy here: HF samples at T = 1 there, ZHZisZZ/dllm #104), no top-k / top-p.
     p.schedule = diffusion::Schedule::kBlockDiffusion;
     p.block_length = o.block_length.value_or(cfg.block_length);
     p.steps = o.steps.value_or(32);
-    p.threshold = o.threshold.value_or(0.95);
+    // LLaDA2.1's editing (SGLang joint_threshold.py): its threshold defaults to 0.5.
+    p.edit_threshold = o.edit_threshold;
+    if (o.max_post_edit_steps) p.max_post_edit_steps = *o.max_post_edit_steps;
+    p.threshold = o.threshold.value_or(o.edit_threshold ? 0.5 : 0.95);
     p.top_p = o.top_p.value_or(1.0);
     p.top_k = o.top_k.value_or(0);
     const bool given[] = {o.alg.has_value(), o.alg_temp.has_value(), o.remasking.has_value()};

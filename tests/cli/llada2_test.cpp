@@ -114,6 +114,8 @@ TEST(Llada2Cli, ExactCacheEqualsRecompute) {
        "40", "--top-p", "0.9"},
       {"--prompt", "Name three colours.", "--max-tokens", "64", "--steps", "8", "--threshold", "1",
        "--temperature", "1", "--seed", "3"},
+      // LLaDA2.1 editing: edits stay inside the active block, whose rows every step recomputes.
+      {"--prompt", "What is 2+2?", "--max-tokens", "64", "--edit-threshold", "0.3"},
   };
   for (const auto& c : cases) {
     auto exact = c;
@@ -134,6 +136,15 @@ TEST(Llada2Cli, ExactCacheEqualsRecompute) {
   const nlohmann::json none =
       run_json({"--prompt", raw, "--no-chat", "--max-tokens", "40", "--cache", "none"});
   EXPECT_EQ(tok["tokens"], none["tokens"]);
+}
+
+TEST(Llada2Cli, EditingOnlyForBlockDiffusion) {
+  DLLM_REQUIRE_REFERENCE();
+  const RunResult r = run_dllm({"run", "--model", llada_path(), "--prompt", "Hi", "--edit-threshold", "0.5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(
+      r.err,
+      "ERROR: --edit-threshold applies to block-diffusion models (llada2); llada has no token editing\n");
 }
 
 TEST(Llada2Cli, FastDllmCacheRefused) {

@@ -5,6 +5,7 @@
 // cache and without it.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <vector>
 
 #include "diffusion/sampler.h"
@@ -166,6 +167,63 @@ TEST(BlockDiffusion, TemperatureZeroIsGreedy) {
     p.seed = seed;
     EXPECT_EQ(run(src, kPrompt, p).result.answer, std::vector<int32_t>(6, 7)) << seed;
   }
+}
+
+// LLaDA2.1 editing (SGLang joint_threshold.py) on a model whose predictions depend on the canvas.
+// Prompt 4 (one whole block), block 4, max_tokens 4: one block [4, 8); threshold 0.5, edit threshold
+// 0.8. Position 4 predicts 1 (.9) while 5 is masked and 3 (.85) once 5 holds 2; 5 predicts 2 (.6); 6
+// predicts 4 (.4); 7 as `seven` says.
+class EditScript : public test::ScriptedSource {
+ public:
+  explicit EditScript(std::function<Pred(int32_t own)> seven)
+      : ScriptedSource(kVocab,
+                       [this](std::span<const int32_t> canvas, int32_t row, float* out) {
+                         Pred p{0, .5};
+                         if (row == 4) p = canvas[5] == 2 ? Pred{3, .85} : Pred{1, .9};
+                         if (row == 5) p = {2, .6};
+                         if (row == 6) p = {4, .4};
+                         if (row == 7) p = seven_(canvas[7]);
+                         test::peaked(out, kVocab, p.token, p.p, kMask);
+                       }),
+        seven_(std::move(seven)) {}
+
+ private:
+  std::function<Pred(int32_t)> seven_;
+};
+
+SamplerParams edit_params(int64_t max_post_edit) {
+  SamplerParams p = params(4, 4, 32, CacheMode::kExact);
+  p.threshold = 0.5;
+  p.edit_threshold = 0.8;
+  p.max_post_edit_steps = max_post_edit;
+  return p;
+}
+
+//   step 0: masks 4 .9, 5 .6 above .5 (6 .4, 7 .3 not): {4, 5}
+//   step 1: masks 6 .4, 7 .3: none above, the best {6}; edit: 4 now predicts 3 (.85 > .8): {4, 6}
+//   step 2: mask 7: {7};  step 3 (no mask): nothing changes; the block ends.
+TEST(BlockDiffusionEditing, EditsThenEndsWhenNothingChanges) {
+  const std::vector<int32_t> prompt = {10, 11, 12, 13};
+  EditScript src([](int32_t) { return Pred{5, .3}; });
+  Trace t;
+  SamplerCallbacks cb;
+  cb.on_step = [&](const StepInfo& s) { t.committed.emplace_back(s.positions.begin(), s.positions.end()); };
+  t.result = generate(src, prompt, edit_params(2), cb);
+  EXPECT_EQ(t.committed, (std::vector<std::vector<int32_t>>{{4, 5}, {4, 6}, {7}, {}}));
+  EXPECT_EQ(t.result.answer, (std::vector<int32_t>{3, 2, 4, 5}));
+}
+
+// Position 7 flips between 6 and 7 (.9) forever: after the last mask, max_post_edit_steps (2) steps.
+//   step 0: {4, 5, 7 (6)};  step 1: {4 (3), 6, 7 (7)};  steps 2, 3 (no mask): {7} each; then stop.
+TEST(BlockDiffusionEditing, PostEditStepsAreCapped) {
+  const std::vector<int32_t> prompt = {10, 11, 12, 13};
+  EditScript src([](int32_t own) { return own == 6 ? Pred{7, .9} : Pred{6, .9}; });
+  Trace t;
+  SamplerCallbacks cb;
+  cb.on_step = [&](const StepInfo& s) { t.committed.emplace_back(s.positions.begin(), s.positions.end()); };
+  t.result = generate(src, prompt, edit_params(2), cb);
+  EXPECT_EQ(t.committed, (std::vector<std::vector<int32_t>>{{4, 5, 7}, {4, 6, 7}, {7}, {7}}));
+  EXPECT_EQ(t.result.answer, (std::vector<int32_t>{3, 2, 4, 7}));
 }
 
 }  // namespace
