@@ -42,6 +42,15 @@ class Llada2Serve(unittest.TestCase):
         self.assertEqual(exact, want["text"])
         self.assertEqual(none, exact)
 
+    def test_editing_matches_run(self):
+        # LLaDA2.1 token editing through the request fields, as `dllm run --edit-threshold` does it.
+        r = self.client.chat.completions.create(
+            model=NAME, messages=[{"role": "user", "content": "What is 2+2?"}], max_tokens=64, seed=1,
+            extra_body={"edit_threshold": 0.3, "max_post_edit_steps": 4})
+        want = run_cli(LLADA2, "What is 2+2?", "--max-tokens", "64", "--seed", "1", "--edit-threshold", "0.3",
+                       "--max-post-edit-steps", "4")
+        self.assertEqual(r.choices[0].message.content, want["text"])
+
     def test_stream_block_by_block(self):
         kw = dict(model=NAME, messages=[{"role": "user", "content": "Tell me a story"}], max_tokens=96, seed=5)
         whole = self.client.chat.completions.create(**kw).choices[0].message.content
