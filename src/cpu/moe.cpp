@@ -169,7 +169,9 @@ void moe_route_row_sigmoid(const float* router, int64_t n_expert, const float* x
     constexpr int64_t kMaxGroups = 64;
     float group_score[kMaxGroups];
     bool kept[kMaxGroups] = {};
-    for (int64_t g = 0; g < n_groups && g < kMaxGroups; ++g) {
+    n_groups = std::min(n_groups, kMaxGroups);  // the config allows no more (model/llada2.cpp)
+    n_group_used = std::min(n_group_used, n_groups);
+    for (int64_t g = 0; g < n_groups; ++g) {
       float a = -INFINITY, b = -INFINITY;  // the largest and the second largest
       for (int64_t e = g * per; e < (g + 1) * per; ++e) {
         if (biased[e] > a) {

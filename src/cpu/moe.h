@@ -62,8 +62,8 @@ void moe_route_row(const float* router, int64_t n_expert, const float* x, int64_
 /// modeling_llada2_moe.py LLaDA2MoeGate computes the same):
 ///   s_e  = 1 / (1 + exp(-l_e)), l_e = dot_f32(router + e * d, x)      the scores, into scores (E)
 ///   b_e  = s_e + bias_e (bias: E values, or nullptr for none)        for the choice only, into biased
-///   groups (n_groups > 1; E a multiple of it, >= 2 experts each): group g's score is the sum of its two
-///   largest b_e; the n_group_used best groups are kept (equal scores: the lower group first) and the
+///   groups (1 < n_groups <= 64; E a multiple of it, >= 2 experts each): group g's score is the sum of its
+///   two largest b_e; the n_group_used best groups are kept (equal scores: the lower group first) and the
 ///   other groups' b_e become -inf (not 0: biased scores may be negative)
 ///   S    = the k largest b_e, in descending order (equal values: the lower expert index first)
 ///   w_j  = s of slot j, divided by max(sum of the k, 2^-14) when norm (ggml_clamp), times scale.

@@ -46,6 +46,8 @@ void configure(const gguf::GgufFile& file, ModelConfig& c) {
     c.n_expert_groups = positive_key(file, a + "expert_group_count");
     c.n_group_used = positive_key(file, a + "expert_group_used_count");
     const int64_t per_group = c.n_expert / c.n_expert_groups;
+    if (c.n_expert_groups > 64)  // cpu::moe_route_row_sigmoid ranks at most 64 groups (LLaDA2: 8)
+      throw Error(a + "expert_group_count (" + std::to_string(c.n_expert_groups) + ") exceeds 64");
     if (c.n_expert % c.n_expert_groups != 0 || per_group < 2)
       throw Error(a + "expert_group_count (" + std::to_string(c.n_expert_groups) + ") must divide " + a +
                   "expert_count (" + std::to_string(c.n_expert) + ") into groups of at least 2 experts");

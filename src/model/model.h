@@ -75,6 +75,12 @@ class Model {
   /// matrix kernels exist for ...".
   static Model load(const gguf::GgufFile& file);
 
+  // Moved, never copied: the layers point into views_.
+  Model(Model&&) = default;
+  Model& operator=(Model&&) = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
   const ModelConfig& config() const { return config_; }
   const gguf::GgufFile& file() const { return *file_; }
 

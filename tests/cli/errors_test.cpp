@@ -103,6 +103,8 @@ TEST_F(ModelErrors, InconsistentLlada2Routing) {
                "llada2.expert_group_count (3) must divide llada2.expert_count (16) into groups of at least 2 "
                "experts",
                1);
+  expect_error(run_on(with("groups-128.gguf", "llada2.expert_group_count", 128)),
+               "llada2.expert_group_count (128) exceeds 64", 1);
   expect_error(run_on(with("groups-used-5.gguf", "llada2.expert_group_used_count", 5)),
                "llada2.expert_group_used_count (5) exceeds llada2.expert_group_count (4)", 1);
   expect_error(
