@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "cli/model_source.h"
 #include "cli/util.h"
 #include "engine/backend.h"
+#include "forward/mask.h"
+#include "model/config.h"
 
 namespace dllm::cli {
 
@@ -24,10 +27,11 @@ namespace {
 struct LogitsOptions {
   ModelFlags model;
   ComputeFlags compute;
-  std::string tokens;       ///< --tokens "1 2 3"
-  std::string tokens_file;  ///< --tokens-file F (.i32 binary or text)
-  std::string out;          ///< --out FILE
-  std::string rows;         ///< --rows "0 5 7" (default: every position)
+  std::string tokens;                   ///< --tokens "1 2 3"
+  std::string tokens_file;              ///< --tokens-file F (.i32 binary or text)
+  std::string out;                      ///< --out FILE
+  std::string rows;                     ///< --rows "0 5 7" (default: every position)
+  std::optional<int64_t> block_length;  ///< --block-length B: block-diffusion models' block-causal mask
   bool verbose = false;
 };
 
@@ -73,6 +77,19 @@ int run_logits(const LogitsOptions& o) {
     throw UsageError(std::to_string(n) + " tokens given, longer than the model's context of " +
                      std::to_string(n_ctx) + " tokens: pass at most " + std::to_string(n_ctx));
   }
+  // Block-diffusion models attend block-causally (forward/mask.h), blocks counted from position 0:
+  // the model's block length unless --block-length says otherwise (1: causal). Others see every key.
+  const model::ModelConfig& cfg = m.model->config();
+  forward::MaskRule mask = forward::MaskRule::full();
+  if (cfg.block_length > 0) {
+    const int64_t b = o.block_length.value_or(cfg.block_length);
+    if (b < 1)
+      throw UsageError("--block-length must be at least 1 (got " + std::to_string(b) + "); 1 is causal");
+    mask = forward::MaskRule::block_causal(b);
+  } else if (o.block_length) {
+    throw UsageError("--block-length applies to block-diffusion models (llada2); " + cfg.arch_name +
+                     " attends to every position");
+  }
   const int64_t n_vocab_embd = m.model->n_vocab_embd();
   for (int64_t i = 0; i < n; ++i) {
     if (tokens[i] < 0 || tokens[i] >= n_vocab_embd) {
@@ -95,6 +112,7 @@ int run_logits(const LogitsOptions& o) {
   Stopwatch fwd_watch;
   forward::Segment seg;
   seg.tokens = tokens;
+  seg.mask = mask;
   seg.logit_rows = rows;
   seg.logits = logits.data();
   backend->forward({&seg, 1});
@@ -125,6 +143,9 @@ Command add_logits_command(CLI::App& root) {
   sub->add_option("-o,--out", o->out, "Output file for the logits (f32 little-endian, no header)")
       ->required();
   sub->add_option("--rows", o->rows, "Positions whose logits to write, e.g. \"0 17 49\" (default: all)");
+  sub->add_option("--block-length", o->block_length,
+                  "Block-diffusion models (llada2): the block-causal mask's block length, blocks counted "
+                  "from position 0 (default: the model's, 32; 1 is causal)");
   add_compute_flags(*sub, o->compute);
   sub->add_flag("-v,--verbose", o->verbose, "Print model, timings and peak memory to stderr");
   return {sub, [o]() { return run_logits(*o); }};

@@ -12,7 +12,7 @@ Command add_run_command(CLI::App& root) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub = root.add_subcommand(
-      "run", "Generate an answer to a prompt with a LLaDA, Dream, LLaDA-MoE or RND1 GGUF model");
+      "run", "Generate an answer to a prompt with a LLaDA, Dream, LLaDA-MoE, RND1 or LLaDA2 GGUF model");
   add_model_flags(*sub, o->model);
   add_prompt_flags(*sub, *o);
   sub->add_option("-n,--max-tokens", o->max_tokens,
@@ -20,10 +20,14 @@ Command add_run_command(CLI::App& root) {
       ->check(whole_number(1))
       ->capture_default_str();
   sub->add_option("-s,--steps", o->steps,
-                  "Denoising steps (default: --max-tokens, one token per step; not used with --threshold)")
+                  "Denoising steps (default: --max-tokens, one token per step; not used with --threshold); "
+                  "llada2: steps "
+                  "PER BLOCK (default 32), used with its threshold")
       ->check(whole_number(1));
-  sub->add_option("--block-length", o->block_length,
-                  "LLaDA: canvas blocks filled left to right; must divide --max-tokens")
+  sub->add_option(
+         "--block-length", o->block_length,
+         "LLaDA: canvas blocks filled left to right; must divide --max-tokens; llada2: its blocks, counted "
+         "from position 0 (default 32)")
       ->check(whole_number(1))
       ->capture_default_str();
   sub->add_option("--temperature,--temp", o->temperature, "Sampling temperature (0: greedy)")
@@ -44,25 +48,35 @@ Command add_run_command(CLI::App& root) {
   sub->add_option("--alg-temp", o->alg_temp, "Dream: temperature of the order (0: most confident first)")
       ->check(real_number(0, kInf))
       ->capture_default_str();
-  sub->add_option("--top-p", o->top_p, "Dream: nucleus filter before sampling (1: off)")
+  sub->add_option("--top-p", o->top_p, "Dream, llada2: nucleus filter before sampling (1: off)")
       ->check(real_number(0, 1, true))
       ->capture_default_str();
-  sub->add_option("--top-k", o->top_k, "Dream: keep the k most likely tokens (0: off)")
+  sub->add_option("--top-k", o->top_k, "Dream, llada2: keep the k most likely tokens (0: off)")
       ->check(whole_number(0))
       ->capture_default_str();
   sub->add_option("--threshold", o->threshold,
                   "Fast-dLLM parallel decoding: a step commits every masked position of the block whose "
-                  "confidence is at least this, in (0, 1]")
+                  "confidence is at least this, in (0, 1]; llada2 (default 0.95): those above it when they "
+                  "are at least the step's scheduled count, else that many most confident (1: schedule only)")
       ->check(real_number(0, 1, true));
+  sub->add_option("--edit-threshold", o->edit_threshold,
+                  "llada2 (LLaDA2.1): token-to-token editing: a step also rewrites decoded positions of the "
+                  "block whose token would change with confidence above this, in [0, 1]; masks are then "
+                  "committed above --threshold (default 0.5), at least one per step")
+      ->check(real_number(0, 1));
+  sub->add_option("--max-post-edit-steps", o->max_post_edit_steps,
+                  "With --edit-threshold: steps a block may run after its last mask (default 16)")
+      ->check(whole_number(0));
   sub->add_option("--cfg-scale", o->cfg_scale,
                   "LLaDA: classifier-free guidance scale (0: off); a second pass with the prompt masked")
       ->check(real_number(0, kInf))
       ->capture_default_str();
   sub->add_option(
          "--cache", o->cache,
-         "Fast-dLLM KV cache (CPU): prefix or dual reuse other positions' K/V within a block (approximate)")
-      ->check(CLI::IsMember({"none", "prefix", "dual"}))
-      ->capture_default_str();
+         "KV cache (CPU): prefix or dual reuse other positions' K/V within a block (Fast-dLLM, "
+         "approximate; default none); llada2: exact (the default: finished blocks' K/V kept) or none "
+         "(recompute the prefix every step, the same tokens)")
+      ->check(CLI::IsMember({"none", "prefix", "dual", "exact"}));
   sub->add_flag("--no-chat", o->no_chat, "Feed the prompt as raw text, without the chat template");
   sub->add_flag("--no-special", o->no_special, "Treat control-token text in the prompt as plain text");
   sub->add_flag("--no-early-stop", o->no_early_stop, "Run every step even when the answer is already final");

@@ -50,7 +50,7 @@ struct ServeFlags {
   int64_t block_length = 32;
   double temperature = 0;
   uint64_t seed = 0;
-  std::string remasking, alg, cache = "none";
+  std::string remasking, alg, cache;
   double alg_temp = 0, top_p = 1, cfg_scale = 0, threshold = 0;
   int64_t top_k = 0;
 };
@@ -305,9 +305,9 @@ Command add_serve_command(CLI::App& root) {
                   "confidence is at least this)")
       ->check(real_number(0, 1, true));
   sub->add_option("--cfg-scale", f->cfg_scale, "Default cfg_scale (LLaDA)")->check(real_number(0, kInf));
-  sub->add_option("--cache", f->cache, "Default cache: none | prefix | dual")
-      ->check(CLI::IsMember({"none", "prefix", "dual"}))
-      ->capture_default_str();
+  sub->add_option("--cache", f->cache,
+                  "Default cache: none | prefix | dual | exact (default: exact for llada2, else none)")
+      ->check(CLI::IsMember({"none", "prefix", "dual", "exact"}));
   return {sub, [f, sub]() { return run_serve(*f, *sub); }};
 }
 

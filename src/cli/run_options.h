@@ -33,12 +33,14 @@ struct RunOptions {
   double top_p = 1.0;                        ///< --top-p (Dream): 1 = off
   int64_t top_k = 0;                         ///< --top-k (Dream): 0 = off
   std::optional<double> threshold;           ///< --threshold: confidence-threshold parallel decoding
-  double cfg_scale = 0.0;                    ///< --cfg-scale (LLaDA): classifier-free guidance, 0 = off
-  std::string cache = "none";                ///< --cache: none | prefix | dual (Fast-dLLM KV cache)
-  bool no_early_stop = false;                ///< --no-early-stop
-  bool json = false;                         ///< --json: one JSON object on stdout
-  bool verbose = false;                      ///< --verbose: diagnostics on stderr
-  std::string trace;                         ///< --trace FILE: per-step JSON lines
+  std::optional<double> edit_threshold;      ///< --edit-threshold (llada2): LLaDA2.1 token editing
+  std::optional<int64_t> max_post_edit_steps;  ///< --max-post-edit-steps (with --edit-threshold)
+  double cfg_scale = 0.0;                      ///< --cfg-scale (LLaDA): classifier-free guidance, 0 = off
+  std::string cache;  ///< --cache: none | prefix | dual (Fast-dLLM) | exact (llada2); "": the model's
+  bool no_early_stop = false;  ///< --no-early-stop
+  bool json = false;           ///< --json: one JSON object on stdout
+  bool verbose = false;        ///< --verbose: diagnostics on stderr
+  std::string trace;           ///< --trace FILE: per-step JSON lines
   /// Long names of the flags given explicitly ("--alg", "--block-length", ...): per-architecture
   /// defaults apply only to the others, and flags of the other architecture draw a warning.
   std::set<std::string> given;

@@ -24,8 +24,8 @@
 #include "cpu/forward.h"
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
-#include "engine/prompt_notes.h"
 #include "engine/backend.h"
+#include "engine/prompt_notes.h"
 #include "engine/prompt_rule.h"
 #include "engine/sampler_options.h"
 #include "tokenizer/chat.h"
@@ -61,6 +61,8 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
   if (o.was_given("--top-p")) so.top_p = o.top_p;
   if (o.was_given("--top-k")) so.top_k = o.top_k;
   so.threshold = o.threshold;
+  so.edit_threshold = o.edit_threshold;
+  so.max_post_edit_steps = o.max_post_edit_steps;
   so.cfg_scale = o.cfg_scale;
   so.cache = o.cache;
   so.early_stop = !o.no_early_stop;
@@ -142,7 +144,16 @@ std::string describe_sampler(const diffusion::SamplerParams& p, int64_t canvas_a
   std::string s;
   const std::string threshold =
       p.threshold ? "threshold " + fmt(*p.threshold) + " (steps until every block is full)" : "";
-  if (p.schedule == diffusion::Schedule::kBlocks) {
+  if (p.schedule == diffusion::Schedule::kBlockDiffusion) {
+    s = "block diffusion: block " + std::to_string(p.block_length) + ", " +
+        (p.edit_threshold ? std::string("until no step changes the block")
+                          : std::to_string(p.steps) + " steps per block") +
+        ", threshold " + (p.threshold ? fmt(*p.threshold) : std::string("off")) + ", temperature " +
+        fmt(p.temperature) + ", top_p " + fmt(p.top_p) + ", top_k " + std::to_string(p.top_k);
+    if (p.edit_threshold)
+      s += ", edit threshold " + fmt(*p.edit_threshold) + ", " + std::to_string(p.max_post_edit_steps) +
+           " post-edit steps";
+  } else if (p.schedule == diffusion::Schedule::kBlocks) {
     s = "llada: " + (p.threshold ? threshold : "steps " + std::to_string(p.steps)) + ", block " +
         std::to_string(p.block_length) + ", remasking " + diffusion::remasking_name(p.remasking) +
         ", temperature " + fmt(p.temperature);
@@ -243,9 +254,11 @@ int run_generate(RunOptions& o) {
   bo.gpu_gemm = o.compute.gpu_gemm;
   bo.threads = o.compute.threads;
   bo.isa = o.compute.isa;
-  bo.max_tokens = n_prompt + o.max_tokens;
+  // Block diffusion rounds the canvas up to whole blocks (diffusion::canvas_length): room for that.
+  const int64_t block = o.was_given("--block-length") ? o.block_length : cfg.block_length;
+  bo.max_tokens = n_prompt + o.max_tokens + (cfg.block_length > 0 ? std::max<int64_t>(block - 1, 0) : 0);
   bo.max_batch = o.cfg_scale > 0 ? 2 : 1;  // CFG runs the canvas and its prompt-masked copy together
-  bo.cache = diffusion::parse_cache_mode(o.cache);
+  bo.cache = o.cache.empty() ? diffusion::CacheMode::kNone : diffusion::parse_cache_mode(o.cache);
   std::string why_cpu;
   const std::unique_ptr<engine::Backend> backend = engine::make_backend(*m.model, bo, &why_cpu);
   report.load_ms = tokenizer_ms + fwd_watch.elapsed_ms();

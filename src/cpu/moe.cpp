@@ -156,6 +156,66 @@ void moe_route_row(const float* router, int64_t n_expert, const float* x, int64_
   }
 }
 
+void moe_route_row_sigmoid(const float* router, int64_t n_expert, const float* x, int64_t d,
+                           const float* bias, int64_t n_groups, int64_t n_group_used, int64_t k, bool norm,
+                           float scale, float* scores, float* biased, int32_t* expert, float* weight) {
+  for (int64_t e = 0; e < n_expert; ++e) {
+    scores[e] = 1.0f / (1.0f + std::exp(-dot_f32(router + e * d, x, d)));  // ggml_sigmoid
+    biased[e] = bias != nullptr ? scores[e] + bias[e] : scores[e];
+  }
+  if (n_groups > 1 && n_group_used < n_groups) {
+    // Each group's score: the sum of its two largest biased scores; keep the n_group_used best.
+    const int64_t per = n_expert / n_groups;
+    constexpr int64_t kMaxGroups = 64;
+    float group_score[kMaxGroups];
+    bool kept[kMaxGroups] = {};
+    n_groups = std::min(n_groups, kMaxGroups);  // the config allows no more (model/llada2.cpp)
+    n_group_used = std::min(n_group_used, n_groups);
+    for (int64_t g = 0; g < n_groups; ++g) {
+      float a = -INFINITY, b = -INFINITY;  // the largest and the second largest
+      for (int64_t e = g * per; e < (g + 1) * per; ++e) {
+        if (biased[e] > a) {
+          b = a;
+          a = biased[e];
+        } else if (biased[e] > b) {
+          b = biased[e];
+        }
+      }
+      group_score[g] = a + b;
+    }
+    for (int64_t j = 0; j < n_group_used; ++j) {
+      int64_t best = -1;
+      for (int64_t g = 0; g < n_groups; ++g)
+        if (!kept[g] && (best < 0 || group_score[g] > group_score[best])) best = g;
+      kept[best] = true;
+    }
+    for (int64_t g = 0; g < n_groups; ++g)
+      if (!kept[g])
+        for (int64_t e = g * per; e < (g + 1) * per; ++e) biased[e] = -INFINITY;
+  }
+  // Top-k by repeated selection over the biased scores; a later index must be strictly larger to win.
+  for (int64_t j = 0; j < k; ++j) {
+    int32_t best = -1;
+    for (int64_t e = 0; e < n_expert; ++e) {
+      bool taken = false;
+      for (int64_t i = 0; i < j && !taken; ++i) taken = expert[i] == e;
+      if (!taken && (best < 0 || biased[e] > biased[best])) best = static_cast<int32_t>(e);
+    }
+    expert[j] = best;
+    weight[j] = scores[best];
+  }
+  float div = 1.0f;
+  if (norm) {
+    double s = 0;  // ggml_sum_rows, then ggml_clamp to the smallest normal f16
+    for (int64_t j = 0; j < k; ++j) s += weight[j];
+    div = std::max(static_cast<float>(s), 6.103515625e-5f);
+  }
+  for (int64_t j = 0; j < k; ++j) {
+    if (norm) weight[j] = weight[j] / div;
+    weight[j] *= scale;  // ggml_scale by expert_weights_scale
+  }
+}
+
 void moe_group(const MoeRouting& r, MoeGroups& g) {
   const int64_t n_slots = r.n_rows * r.k;
   g.begin.assign(static_cast<size_t>(r.n_expert + 1), 0);
@@ -185,6 +245,17 @@ MoeExperts make_moe_experts(const model::Model& m, const model::LayerWeights& lw
     ex.gate.push_back(make(*lw.ffn_gate_exps, e));
     ex.up.push_back(make(*lw.ffn_up_exps, e));
     ex.down.push_back(make(*lw.ffn_down_exps, e));
+  }
+  if (lw.ffn_gate_shexp != nullptr) {
+    auto make2d = [&](const gguf::TensorInfo& t) {
+      std::unique_ptr<Matrix> mat =
+          reference ? make_matrix_ref(t, m.data(t)) : make_matrix(t, m.data(t), isa);
+      if (mat->owns_data()) m.file().release_pages(t);
+      return mat;
+    };
+    ex.gate.push_back(make2d(*lw.ffn_gate_shexp));
+    ex.up.push_back(make2d(*lw.ffn_up_shexp));
+    ex.down.push_back(make2d(*lw.ffn_down_shexp));
   }
   return ex;
 }
@@ -236,15 +307,11 @@ void MoeFfn::Grouped::copy_row(const Grouped& from, int64_t src, int64_t dst) {
 }
 
 std::string moe_unimplemented(const model::ModelConfig& c) {
-  if (c.expert_gating != model::ExpertGating::kSoftmax) return "sigmoid gating";
-  if (c.expert_selection_bias) return "a selection bias (exp_probs_b)";
-  if (c.n_expert_groups > 1) return "group-limited routing";
-  if (c.n_expert_shared > 0) return "shared experts";
-  if (c.expert_weights_scale != 1.0f) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "expert_weights_scale %g", static_cast<double>(c.expert_weights_scale));
-    return buf;
-  }
+  const bool softmax = c.expert_gating == model::ExpertGating::kSoftmax;
+  if (softmax && c.expert_selection_bias) return "a selection bias (exp_probs_b) with softmax gating";
+  if (softmax && c.n_expert_groups > 1) return "group-limited routing with softmax gating";
+  if (c.n_expert_shared > 0 && c.n_expert_shared * c.n_ff_shexp != c.n_ff_exp)
+    return "shared experts of a width other than the experts'";
   return "";
 }
 
@@ -260,11 +327,12 @@ MoeFfn::MoeFfn(const model::ModelConfig& c, const std::vector<MoeExperts>& layer
       for (const auto& m : *mats) in_needs_.add_reader(*m);
     for (const auto& m : l.down) act_needs_.add_reader(*m);
   }
-  routing_.n_expert = c.n_expert;
-  routing_.k = c.n_expert_used;
-  groups_.begin.reserve(static_cast<size_t>(c.n_expert + 1));
-  groups_.cursor.reserve(static_cast<size_t>(c.n_expert));
-  order_.resize(static_cast<size_t>(c.n_expert));
+  n_shared_ = c.n_expert_shared > 0 ? 1 : 0;
+  routing_.n_expert = c.n_expert + n_shared_;
+  routing_.k = c.n_expert_used + n_shared_;
+  groups_.begin.reserve(static_cast<size_t>(routing_.n_expert + 1));
+  groups_.cursor.reserve(static_cast<size_t>(routing_.n_expert));
+  order_.resize(static_cast<size_t>(routing_.n_expert));
   size_for(max_rows);
   // Work-item storage at its largest, so forward() never allocates for it.
   size_t max_items = 0;
@@ -294,7 +362,7 @@ void MoeFfn::Needs::add_reader(const Matrix& m) {
 void MoeFfn::size_for(int64_t max_rows) {
   if (max_rows <= max_rows_) return;
   max_rows_ = max_rows;
-  const auto rows = static_cast<size_t>(max_rows * c_.n_expert_used);
+  const auto rows = static_cast<size_t>(max_rows * routing_.k);
   const int64_t d = c_.n_embd, f = c_.n_ff_exp;
   auto size = [&](Grouped& g, int64_t width, const Needs& n, bool f32, size_t n_rows) {
     g.width = width;
@@ -321,6 +389,7 @@ void MoeFfn::size_for(int64_t max_rows) {
   routing_.expert.resize(rows);
   routing_.weight.resize(rows);
   routing_.probs.resize(static_cast<size_t>(max_rows * c_.n_expert));
+  if (c_.expert_gating == model::ExpertGating::kSigmoid) biased_.resize(routing_.probs.size());
   groups_.src_row.reserve(rows);
   groups_.grouped.reserve(rows);
 }
@@ -330,7 +399,9 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
   if (n <= 0 || n > max_rows_) {
     throw Error("MoeFfn: " + std::to_string(n) + " rows, expected 1.." + std::to_string(max_rows_));
   }
-  const int64_t d = c_.n_embd, f = c_.n_ff_exp, E = c_.n_expert, k = c_.n_expert_used;
+  // E routed experts (plus the shared one as expert E), k slots per row (plus its slot, last).
+  const int64_t d = c_.n_embd, f = c_.n_ff_exp, E = c_.n_expert, k = routing_.k;
+  const int64_t E_all = routing_.n_expert, k_routed = c_.n_expert_used;
   const int nt = n_threads_;
   PassClock clock(timing_, times_);
   if (timing_) times_.expert_macs += 3.0 * static_cast<double>(n * k) * static_cast<double>(d * f);
@@ -338,10 +409,27 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
   // 1. Routing.
   routing_.n_rows = n;
   const float* router = lw.ffn_gate_inp.data();
+  const bool sigmoid = c_.expert_gating == model::ExpertGating::kSigmoid;
+  const float* bias = lw.exp_probs_b.empty() ? nullptr : lw.exp_probs_b.data();
+  const float scale = c_.expert_weights_scale;
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (int64_t t = 0; t < n; ++t) {
-    moe_route_row(router, E, x + t * d, d, k, c_.expert_weights_norm, &routing_.probs[t * E],
-                  &routing_.expert[t * k], &routing_.weight[t * k]);
+    int32_t* ex_t = &routing_.expert[t * k];
+    float* w_t = &routing_.weight[t * k];
+    if (sigmoid) {
+      moe_route_row_sigmoid(router, E, x + t * d, d, bias, c_.n_expert_groups, c_.n_group_used, k_routed,
+                            c_.expert_weights_norm, scale, &routing_.probs[t * E], &biased_[t * E], ex_t,
+                            w_t);
+    } else {
+      moe_route_row(router, E, x + t * d, d, k_routed, c_.expert_weights_norm, &routing_.probs[t * E], ex_t,
+                    w_t);
+      if (scale != 1.0f)
+        for (int64_t j = 0; j < k_routed; ++j) w_t[j] *= scale;
+    }
+    if (n_shared_ > 0) {
+      ex_t[k_routed] = static_cast<int32_t>(E);  // the shared expert, added last
+      w_t[k_routed] = 1.0f;
+    }
   }
 
   clock.mark(MoePass::kRoute);
@@ -366,7 +454,7 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
   std::iota(order_.begin(), order_.end(), 0);
   const auto rows_of = [&](int32_t e) { return groups_.begin[e + 1] - groups_.begin[e]; };
   if (timing_) {
-    for (int64_t e = 0; e < E; ++e) {
+    for (int64_t e = 0; e < E_all; ++e) {
       const int64_t r = rows_of(static_cast<int32_t>(e));
       int b = 0;
       while (r > MoeTimes::kExpertRowBuckets[b]) ++b;

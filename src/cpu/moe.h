@@ -1,12 +1,14 @@
 // The mixture-of-experts FFN block on the CPU, for the routing the model's config describes
 // (model/config.h: gating, selection bias, groups, shared experts, normalisation, scale). It computes
-// what llama.cpp's build_moe_ffn (src/llama-graph.cpp) builds with SiLU experts and softmax gating
-// without bias, groups or shared experts (src/models/llada-moe.cpp, rnd1.cpp), for each row h of the
-// normalized FFN input (moe_unimplemented names any other routing, which MoeFfn refuses):
+// what llama.cpp's build_moe_ffn (src/llama-graph.cpp) builds with SiLU experts, for each row h of the
+// normalized FFN input (moe_unimplemented names any routing it does not compute, which MoeFfn refuses):
 //   p    = softmax(W_r h)                 router W_r: E rows x d (ffn_gate_inp, F32)
 //   S    = the k experts of largest p, in descending order (equal p: the lower expert index first)
 //   w_e  = p_e (LLaDA-MoE), or p_e / max(sum_{e' in S} p_e', 2^-14) (RND1: norm_w)
 //   out  = sum over S, in that order, of w_e * W_down_e (silu(W_gate_e h) * (W_up_e h))
+// or with sigmoid gating (LLaDA2, src/models/bailingmoe2.cpp) the scores, selection bias and groups of
+// moe_route_row_sigmoid, the weights times expert_weights_scale, and the shared expert's SwiGLU added
+// after the routed ones.
 // Expert-grouped GEMM: every canvas row is routed first, the (row, expert) pairs are grouped by
 // expert, and each expert's gate / up / down runs as one GEMM over only its rows (about n k / E of
 // them). Those GEMMs are small, so the work items are (expert, output-row block) pairs, not experts.
@@ -33,7 +35,8 @@ struct LayerWeights;
 namespace dllm::cpu {
 
 /// Top-k routing of n rows over E experts. Row t's slot j (j < k, by descending probability) goes to
-/// expert[t * k + j] with weight[t * k + j]; probs holds the full softmax, n x E.
+/// expert[t * k + j] with weight[t * k + j]; probs holds the scores (softmax or sigmoid), n x n_expert
+/// of the model (a shared expert run as an extra expert has none).
 struct MoeRouting {
   int64_t n_rows = 0;
   int64_t n_expert = 0;
@@ -54,6 +57,21 @@ struct MoeRouting {
 void moe_route_row(const float* router, int64_t n_expert, const float* x, int64_t d, int64_t k, bool norm,
                    float* probs, int32_t* expert, float* weight);
 
+/// Routing of one row under sigmoid gating (LLaDA2; llama.cpp build_moe_ffn with
+/// LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID, exp_probs_b and n_expert_groups, src/llama-graph.cpp; HF
+/// modeling_llada2_moe.py LLaDA2MoeGate computes the same):
+///   s_e  = 1 / (1 + exp(-l_e)), l_e = dot_f32(router + e * d, x)      the scores, into scores (E)
+///   b_e  = s_e + bias_e (bias: E values, or nullptr for none)        for the choice only, into biased
+///   groups (1 < n_groups <= 64; E a multiple of it, >= 2 experts each): group g's score is the sum of its
+///   two largest b_e; the n_group_used best groups are kept (equal scores: the lower group first) and the
+///   other groups' b_e become -inf (not 0: biased scores may be negative)
+///   S    = the k largest b_e, in descending order (equal values: the lower expert index first)
+///   w_j  = s of slot j, divided by max(sum of the k, 2^-14) when norm (ggml_clamp), times scale.
+/// scores, biased: E floats out; expert, weight: k values out. Requires 1 <= k <= the kept experts.
+void moe_route_row_sigmoid(const float* router, int64_t n_expert, const float* x, int64_t d,
+                           const float* bias, int64_t n_groups, int64_t n_group_used, int64_t k, bool norm,
+                           float scale, float* scores, float* biased, int32_t* expert, float* weight);
+
 /// The n x k assignments of a routing, grouped by expert: grouped rows [begin[e], begin[e + 1]) belong
 /// to expert e, in increasing (row, slot) order; grouped row i reads activation row src_row[i], and
 /// slot (t, j) is grouped row grouped[t * k + j]. A function of the routing only.
@@ -71,7 +89,9 @@ void moe_group(const MoeRouting& r, MoeGroups& g);
 /// One layer's experts prepared for an ISA: expert e's gate and up are n_ff_exp x n_embd matrices,
 /// its down n_embd x n_ff_exp (model::expert_matrix slices of the 3-D tensors).
 struct MoeExperts {
-  std::vector<std::unique_ptr<Matrix>> gate, up, down;  ///< n_expert each
+  /// n_expert each, then the shared expert (ffn_*_shexp) when the layer has one: it runs as expert
+  /// n_expert, which every row takes with weight 1 after its routed slots (moe.cpp).
+  std::vector<std::unique_ptr<Matrix>> gate, up, down;
 };
 
 /// Prepares lw's experts with make_matrix (or make_matrix_ref when `reference`), releasing the mapped
@@ -100,8 +120,12 @@ struct MoeTimes {
   int64_t expert_rows[kBuckets] = {};   ///< routed rows those pairs took
 };
 
-/// What of `c`'s routing the block above does not compute ("sigmoid gating", "a selection bias
-/// (exp_probs_b)", "group-limited routing", "shared experts", "expert_weights_scale 2.5"), or "".
+/// What of `c`'s routing the block above does not compute ("a selection bias (exp_probs_b) with
+/// softmax gating", "group-limited routing with softmax gating", "shared experts of a width other
+/// than the experts'"), or "". Softmax routing is moe_route_row's, sigmoid routing (bias, groups)
+/// moe_route_row_sigmoid's; either weight is times expert_weights_scale; a shared expert of the
+/// experts' width (LLaDA2: 1 of 512) is added to every row's sum last, as llama.cpp's
+/// bailingmoe2.cpp adds ffn_shexp to the routed output.
 std::string moe_unimplemented(const model::ModelConfig& c);
 
 /// The block above with its scratch, sized for up to max_rows rows (size_for() grows it; forward()
@@ -175,7 +199,9 @@ class MoeFfn {
   int64_t max_rows_ = 0;
   int n_threads_ = 1;
   const RowKernels* rk_ = nullptr;
-  MoeRouting routing_;
+  int64_t n_shared_ = 0;       ///< 1 when the shared expert runs as expert n_expert, else 0
+  MoeRouting routing_;         ///< n_expert + n_shared_ experts, n_expert_used + n_shared_ slots per row
+  std::vector<float> biased_;  ///< sigmoid routing: the biased scores, max_rows x n_expert
   MoeGroups groups_;
   Grouped rows_;                  ///< the FFN input's n rows, quantized once (f32 stays in x)
   Grouped in_;                    ///< the FFN input, gathered in expert order

@@ -5,9 +5,13 @@
 
 namespace dllm::diffusion {
 
-forward::Segment KvNone::segment(std::span<const int32_t> canvas, const ActiveBlock&) {
+forward::Segment KvNone::segment(std::span<const int32_t> canvas, const ActiveBlock& block) {
   forward::Segment s;
   s.tokens = canvas;
+  // Under a block-causal mask no row before the block's end reads a later one.
+  if (mask_.kind == forward::MaskRule::Kind::kBlockCausal && block.end > 0 && block.end % mask_.block == 0 &&
+      block.end <= static_cast<int64_t>(canvas.size()))
+    s.tokens = canvas.first(static_cast<size_t>(block.end));
   s.mask = mask_;
   return s;
 }

@@ -3,7 +3,9 @@
 // and tells it when the step was accepted; the policy owns the state, so a sequence's K/V lives and
 // dies with the sequence.
 //
-//   KvNone            every step forwards the whole canvas, nothing kept (LLaDA generate.py, Dream)
+//   KvNone            every step forwards the whole canvas, nothing kept (LLaDA generate.py, Dream), or
+//                     under a block-causal mask the canvas up to the active block's end (LLaDA2's
+//                     generate recomputes x[:(k+1)B] every step: later blocks cannot change it)
 //   KvFastDllm        Fast-dLLM's approximate cache (NVlabs/Fast-dLLM llada/generate.py
 //                     generate_with_prefix_cache / generate_with_dual_cache): the first step of a block
 //                     recomputes every row into the state (refresh); the block's later steps forward
@@ -53,7 +55,7 @@ class KvPolicy {
   bool refreshed_ = false;
 };
 
-/// Every step the whole canvas under `mask`, no state.
+/// Every step the whole canvas under `mask` (a block-causal mask: up to the block's end), no state.
 class KvNone final : public KvPolicy {
  public:
   explicit KvNone(forward::MaskRule mask = forward::MaskRule::full()) : mask_(mask) {}

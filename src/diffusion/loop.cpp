@@ -13,6 +13,7 @@ std::vector<int32_t> CanvasView::masked_in(int64_t begin, int64_t end) const {
 }
 
 std::unique_ptr<Loop> make_loop(const SamplerParams& p, int64_t prompt_len) {
+  if (p.schedule == Schedule::kBlockDiffusion) return make_block_diffusion(p, prompt_len);
   if (p.threshold) return make_threshold_blocks(p, prompt_len);
   if (p.schedule == Schedule::kBlocks) return make_llada_blocks(p, prompt_len);
   return make_dream_timesteps(p, prompt_len);

@@ -11,7 +11,14 @@
 //   ThresholdBlocks  Fast-dLLM's confidence-threshold decoding (NVlabs/Fast-dLLM get_transfer_index
 //                    with a threshold): per block, every masked position above the threshold and at
 //                    least the most confident, until the block is full; LLaDA's rows or Dream's p(x0)
-// The block-diffusion loops (LLaDA2, DiffusionGemma) come next, behind the same interface.
+//   BlockDiffusion   LLaDA2.x's HF generate (modeling_llada2_moe.py): blocks of block_length counted from
+//                    position 0 (the prompt's last P % B tokens share the first block), `steps` steps
+//                    per block with block_transfer_counts; a step commits every masked position above
+//                    the threshold when they are at least the step's count, else the count's most
+//                    confident; after a block holding an end token the run stops. With LLaDA2.1's
+//                    editing (SamplerParams::edit_threshold) a step scores the block's decoded
+//                    positions too and a block ends when a step changes nothing
+// DiffusionGemma's loop comes next, behind the same interface.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +40,11 @@ enum class Select {
   kThreshold,    ///< Fast-dLLM: the most confident and every other one >= threshold
   kTopk,         ///< the k most confident
   kMultinomial,  ///< Dream alg_temp > 0: k drawn without replacement
+  /// LLaDA2: every one > threshold when they are at least k, else the k most confident
+  kThresholdOrTopk,
+  /// LLaDA2.1: the masked ones > threshold (at least the most confident), and the decoded ones whose
+  /// token would change with confidence > edit_threshold (token-to-token edits)
+  kJointThreshold,
 };
 
 /// The step a loop runs next.
@@ -75,5 +87,7 @@ std::unique_ptr<Loop> make_dream_timesteps(const SamplerParams& p,
                                            int64_t prompt_len);  // dream_timesteps.cpp
 std::unique_ptr<Loop> make_threshold_blocks(const SamplerParams& p,
                                             int64_t prompt_len);  // threshold_blocks.cpp
+std::unique_ptr<Loop> make_block_diffusion(const SamplerParams& p,
+                                           int64_t prompt_len);  // block_diffusion.cpp
 
 }  // namespace dllm::diffusion

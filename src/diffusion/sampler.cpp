@@ -103,8 +103,9 @@ class Sequence::State {
       if (cb_.on_warning) cb_.on_warning(w);
     prompt_len_ = static_cast<int64_t>(prompt.size());
     canvas_.assign(prompt.begin(), prompt.end());
-    canvas_.resize(static_cast<size_t>(prompt_len_ + p_.max_tokens), p_.mask_id);
-    masks_left_ = p_.max_tokens;
+    canvas_.resize(static_cast<size_t>(canvas_length(p_, prompt_len_)), p_.mask_id);
+    answer_end_ = prompt_len_ + p_.max_tokens;
+    masks_left_ = static_cast<int64_t>(canvas_.size()) - prompt_len_;
     allowed_.assign(static_cast<size_t>(n_vocab_), 1);
     if (!p_.sampleable.empty())
       for (int64_t id = 0; id < n_vocab_; ++id)
@@ -122,10 +123,17 @@ class Sequence::State {
     logits_.resize(first_need);
     if (p_.cfg_scale > 0) pair_.resize(2 * first_need);
     loop_ = make_loop(p_, prompt_len_);
-    if (p_.cache == CacheMode::kNone)
+    if (p_.schedule == Schedule::kBlockDiffusion) {
+      const forward::MaskRule mask = forward::MaskRule::block_causal(p_.block_length);
+      if (p_.cache == CacheMode::kExact)
+        kv_ = std::make_unique<KvExactBlocks>(mask);
+      else
+        kv_ = std::make_unique<KvNone>(mask);
+    } else if (p_.cache == CacheMode::kNone) {
       kv_ = std::make_unique<KvNone>();
-    else
+    } else {
       kv_ = std::make_unique<KvFastDllm>(p_.cache == CacheMode::kDual, p_.shift_logits);
+    }
     advance();
   }
 
@@ -151,6 +159,12 @@ class Sequence::State {
       case Select::kMultinomial:
         chosen = select_multinomial(std::move(scored), plan.k, plan.rng_step);
         break;
+      case Select::kThresholdOrTopk:
+        chosen = select_threshold_or_topk(std::move(scored), plan.k);
+        break;
+      case Select::kJointThreshold:
+        chosen = select_joint(std::move(scored));
+        break;
     }
     kv_->accepted(plan.block);
     commit(std::move(chosen), forward_ms, prep_ms_ + ms_since(t0));
@@ -167,7 +181,7 @@ class Sequence::State {
     GenerateResult r = result_;
     r.canvas = canvas_;
     r.steps_run = steps_run_;
-    for (int64_t i = prompt_len_; i < static_cast<int64_t>(canvas_.size()); ++i) {
+    for (int64_t i = prompt_len_; i < answer_end_; ++i) {
       const int32_t t = canvas_[i];
       if (t == p_.mask_id) break;  // a run that ended early (an error, a cancel); never print masks
       if (t >= 0 && t < n_vocab_ && is_end_[t]) {
@@ -185,6 +199,7 @@ class Sequence::State {
   /// algorithm, whose steps reveal a random subset (about 1 / steps of it at first): its buffer grows
   /// on demand rather than being sized for the whole answer.
   int64_t first_step_rows() const {
+    if (p_.schedule == Schedule::kBlockDiffusion) return p_.block_length;
     if (p_.schedule == Schedule::kBlocks || p_.threshold) return std::max<int64_t>(block_length(), 0);
     if (p_.alg == DreamAlg::kOrigin) return 0;
     return std::max<int64_t>(p_.max_tokens, 0);
@@ -301,6 +316,40 @@ class Sequence::State {
     return c;
   }
 
+  /// LLaDA2 generate: when at least k positions have confidence > threshold, all of those; else the
+  /// min(k, masked) most confident. Without a threshold, the k most confident.
+  std::vector<Candidate> select_threshold_or_topk(std::vector<Candidate> c, int64_t k) const {
+    std::sort(c.begin(), c.end(), more_confident);
+    size_t above = 0;
+    if (p_.threshold)
+      while (above < c.size() && c[above].conf > *p_.threshold) ++above;
+    c.resize(static_cast<int64_t>(above) >= k ? above : std::min<size_t>(c.size(), static_cast<size_t>(k)));
+    return c;
+  }
+
+  /// SGLang joint_threshold.py, one block's step: the masked positions with confidence > threshold
+  /// (none: the most confident one), and every decoded position whose token would change with
+  /// confidence > edit_threshold.
+  std::vector<Candidate> select_joint(std::vector<Candidate> c) const {
+    std::vector<Candidate> out;
+    const Candidate* best = nullptr;
+    bool any_mask = false;
+    for (const Candidate& x : c) {
+      if (is_mask(x.pos)) {
+        if (x.conf > p_.threshold.value_or(1.0)) {
+          out.push_back(x);
+          any_mask = true;
+        } else if (best == nullptr || more_confident(x, *best)) {
+          best = &x;
+        }
+      } else if (x.token != canvas_[x.pos] && x.conf > *p_.edit_threshold) {
+        out.push_back(x);
+      }
+    }
+    if (!any_mask && best != nullptr) out.push_back(*best);
+    return out;
+  }
+
   std::vector<Candidate> select_topk(std::vector<Candidate> c, int64_t k) const {
     std::sort(c.begin(), c.end(), more_confident);
     c.resize(std::min<size_t>(c.size(), static_cast<size_t>(k)));
@@ -333,9 +382,11 @@ class Sequence::State {
               [](const Candidate& a, const Candidate& b) { return a.pos < b.pos; });
     std::vector<int32_t> pos, tok;
     std::vector<float> conf;
+    bool committed_end = false;
     for (const auto& c : chosen) {
+      committed_end |= is_end_[c.token] != 0;
+      if (is_mask(c.pos)) --masks_left_;  // else a token-to-token edit (LLaDA2.1)
       canvas_[c.pos] = c.token;
-      --masks_left_;
       pos.push_back(c.pos);
       tok.push_back(c.token);
       conf.push_back(static_cast<float>(c.conf));
@@ -343,9 +394,18 @@ class Sequence::State {
     // The answer is final once the first position after the prompt that is masked or holds an end
     // token holds an end token (or there is none): committed tokens are never remasked.
     int64_t j = prompt_len_;
-    const int64_t n = static_cast<int64_t>(canvas_.size());
+    const int64_t n = answer_end_;
     while (j < n && !is_mask(j) && !is_end_[canvas_[j]]) ++j;
     const bool final = j == n || !is_mask(j);
+    // Block diffusion stops early as LLaDA2's generate does (eos_early_stop): when this step committed
+    // an end token and the answer's first end token has no mask before it. An answer without masks
+    // stops it too: later steps would only fill the padding after max_tokens, which is cut.
+    // With editing the active block's tokens may still change: nothing in it is final before the block
+    // ends, and the run stops at a block's end only (the loop's end-token rule).
+    const bool editing = p_.edit_threshold.has_value();
+    if (editing) j = std::min(j, std::max(prompt_len_, plan_->block.begin));
+    const bool block_stop = p_.schedule == Schedule::kBlockDiffusion && !editing &&
+                            ((final && j < n && committed_end && p_.early_stop) || j == n);
     StepInfo info;
     info.step = steps_run_;
     info.block = plan_->block.index;
@@ -361,10 +421,11 @@ class Sequence::State {
     info.cache = p_.cache;
     info.canvas = canvas_;
     info.stable_answer_len = j - prompt_len_;
-    info.answer_final = final;
+    info.answer_final = final && !editing;
     ++steps_run_;
     if (cb_.on_step) cb_.on_step(info);
-    if (final && masks_left_ > 0 && p_.early_stop) {
+    const bool stop = p_.schedule == Schedule::kBlockDiffusion ? block_stop : final && p_.early_stop;
+    if (stop && masks_left_ > 0) {
       result_.stopped_early = true;
       stopped_ = true;
     }
@@ -390,12 +451,25 @@ class Sequence::State {
   std::unique_ptr<KvPolicy> kv_;        ///< the rows each step forwards; with a cache, this sequence's K/V
   double prep_ms_ = 0;                  ///< time advance() took for the pending step (part of its sample_ms)
   int64_t masks_left_ = 0;
+  int64_t answer_end_ = 0;  ///< prompt_len + max_tokens: the answer's end (the canvas may be longer)
   int64_t steps_run_ = 0;
   bool stopped_ = false;  ///< early stop: the answer is final
   GenerateResult result_;
 };
 
+int64_t canvas_length(const SamplerParams& p, int64_t prompt_len) {
+  const int64_t n = prompt_len + p.max_tokens;
+  if (p.schedule != Schedule::kBlockDiffusion || p.block_length <= 0) return n;
+  return (n + p.block_length - 1) / p.block_length * p.block_length;
+}
+
 int64_t planned_steps(const SamplerParams& p) {
+  if (p.schedule == Schedule::kBlockDiffusion) {
+    // Blocks touched by the answer (at most one more than max_tokens / block_length) x steps per
+    // block: an upper bound (threshold steps may commit more, early stop ends sooner).
+    const int64_t blocks = (p.max_tokens + p.block_length - 1) / p.block_length + 1;
+    return blocks * std::min(p.steps, p.max_tokens);
+  }
   if (p.threshold) return p.max_tokens;  // at least one commit per step
   if (p.schedule == Schedule::kBlocks) {
     const int64_t nb = p.max_tokens / p.block_length;
@@ -427,7 +501,7 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
     throw UsageError(
         q.cfg_scale +
         " applies to LLaDA models (generate.py); Dream's sampler has no classifier-free guidance");
-  if (p.cfg_scale > 0 && p.cache != CacheMode::kNone)
+  if (p.cfg_scale > 0 && p.cache != CacheMode::kNone && p.schedule != Schedule::kBlockDiffusion)
     throw UsageError(q.cfg_scale + " cannot be combined with a KV cache (" + q.cache + " " +
                      cache_mode_name(p.cache) + "): use " + q.cache + " none");
   if (p.mask_id < 0 || p.mask_id >= n_vocab)
@@ -442,7 +516,29 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
     throw Error(std::string("sampler kernel path ") + isa_name(p.isa) + " is not supported by this CPU");
 
   int64_t max_per_step = 0;
-  if (p.schedule == Schedule::kBlocks) {
+  if (p.schedule == Schedule::kBlockDiffusion) {
+    if (p.block_length <= 0)
+      throw UsageError(q.block_length + " must be at least 1 (got " + num(p.block_length) + ")");
+    if (!(p.top_p > 0.0 && p.top_p <= 1.0))
+      throw UsageError(q.top_p + " must be in (0, 1] (got " + std::to_string(p.top_p) + "); 1 turns it off");
+    if (p.top_k < 0) throw UsageError(q.top_k + " must be >= 0 (got " + num(p.top_k) + "); 0 turns it off");
+    if (p.cfg_scale > 0)
+      throw UsageError(q.cfg_scale +
+                       " applies to LLaDA models (generate.py); block diffusion has no guidance");
+    if (p.cache == CacheMode::kPrefix || p.cache == CacheMode::kDual)
+      throw UsageError(
+          q.cache + " " + cache_mode_name(p.cache) +
+          " is Fast-dLLM's approximate cache; block diffusion caches finished blocks exactly: use " +
+          q.cache + " exact (the default) or none");
+    if (p.edit_threshold && !(*p.edit_threshold >= 0.0 && *p.edit_threshold <= 1.0))
+      throw UsageError("edit threshold must be in [0, 1] (got " + std::to_string(*p.edit_threshold) + ")");
+    if (p.max_post_edit_steps < 0)
+      throw UsageError("max post-edit steps must be >= 0 (got " + num(p.max_post_edit_steps) + ")");
+  } else if (p.edit_threshold) {
+    throw UsageError("token editing (an edit threshold) applies to block-diffusion models (llada2)");
+  } else if (p.cache == CacheMode::kExact) {
+    throw UsageError(q.cache + " exact applies to block-diffusion models (llada2): use none, prefix or dual");
+  } else if (p.schedule == Schedule::kBlocks) {
     if (p.block_length <= 0)
       throw UsageError(q.block_length + " must be at least 1 (got " + num(p.block_length) + ")");
     if (p.max_tokens % p.block_length != 0)

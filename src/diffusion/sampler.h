@@ -26,6 +26,10 @@ namespace dllm::diffusion {
 enum class Schedule {
   kBlocks,
   kTimesteps,
+  /// Block diffusion (LLaDA2.x, HF modeling_llada2_moe.py `generate`, loop.h BlockDiffusion): blocks
+  /// of block_length counted from position 0 under the block-causal mask, `steps` steps per block,
+  /// threshold with the scheduled-count fallback, Dream-style rows (temperature, top-k, top-p).
+  kBlockDiffusion,
 };
 
 /// LLaDA `remasking`: which k masked positions of the current block a step commits.
@@ -52,9 +56,12 @@ enum class CacheMode {
   kNone,
   kPrefix,
   kDual,
+  /// Block diffusion's exact cache (kv_policy.h KvExactBlocks): finished blocks' K/V written once with
+  /// their final tokens; each step forwards the active block's rows. Equals kNone token for token.
+  kExact,
 };
 
-/// Parses "none" | "prefix" | "dual"; throws dllm::UsageError naming the valid values.
+/// Parses "none" | "prefix" | "dual" | "exact"; throws dllm::UsageError naming the valid values.
 CacheMode parse_cache_mode(const std::string& name);
 const char* cache_mode_name(CacheMode c);
 
@@ -84,17 +91,26 @@ struct ParamNames {
 struct SamplerParams {
   Schedule schedule = Schedule::kBlocks;
   int64_t max_tokens =
-      64;              ///< masked positions appended to the prompt (LLaDA gen_length, Dream max_new_tokens)
-  int64_t steps = 64;  ///< total denoising steps, >= 1 (not used when threshold is set)
+      64;  ///< masked positions appended to the prompt (LLaDA gen_length, Dream max_new_tokens)
+  /// total denoising steps, >= 1 (not used when threshold is set); block diffusion: steps per block
+  /// (HF generate's `steps`, capped at max_tokens as its minimal_topk 1 does)
+  int64_t steps = 64;
   int64_t block_length = 32;  ///< LLaDA block_length; Dream uses it only with threshold (0: one block)
   double temperature = 0.0;   ///< LLaDA: Gumbel-max temperature; Dream: logits / T then categorical
   uint64_t seed = 0;          ///< every random draw derives from (seed, step, position): see docs
   Remasking remasking = Remasking::kLowConfidence;  ///< LLaDA only
   DreamAlg alg = DreamAlg::kOrigin;                 ///< Dream only
   double alg_temp = 0.0;  ///< Dream: > 0 samples positions from softmax(confidence / alg_temp)
-  double top_p = 1.0;     ///< Dream: nucleus filter, 1 = off
-  int64_t top_k = 0;      ///< Dream: top-k filter, 0 = off
+  double top_p = 1.0;     ///< Dream, block diffusion: nucleus filter, 1 = off
+  int64_t top_k = 0;      ///< Dream, block diffusion: top-k filter, 0 = off
   double eps = 1e-3;      ///< Dream: timesteps = linspace(1, eps, steps + 1)
+  /// LLaDA2.1 token-to-token editing (SGLang srt/dllm/algorithm/joint_threshold.py), block diffusion
+  /// only: a step commits every masked position of the block above `threshold` (at least the most
+  /// confident; no schedule) and rewrites every decoded, non-prompt position of the block whose
+  /// chosen token differs from its own with probability above edit_threshold; the block ends when a
+  /// step changes nothing, or after max_post_edit_steps steps without masks. nullopt: off (2.0).
+  std::optional<double> edit_threshold;
+  int64_t max_post_edit_steps = 16;  ///< editing: steps a block may run once it has no mask
   /// Fast-dLLM threshold decoding: each step commits every masked position of the current block with
   /// confidence >= threshold, and at least the most confident one; runs until the block is full.
   std::optional<double> threshold;
@@ -173,6 +189,15 @@ struct GenerateResult {
 /// (0, 1], cfg_scale < 0, cfg_scale > 0 with Dream or with a cache; dllm::Error when mask_id is outside [0,
 /// n_vocab), no id is sampleable, or this CPU cannot run `isa`.
 std::vector<std::string> check_params(const SamplerParams& params, int64_t prompt_len, int64_t n_vocab);
+
+/// Positions of the canvas for a prompt of prompt_len: prompt_len + max_tokens, or for block
+/// diffusion that rounded up to whole blocks (HF generate: num_blocks x block_length; the answer is
+/// still cut at max_tokens).
+int64_t canvas_length(const SamplerParams& params, int64_t prompt_len);
+
+/// HF LLaDA2 _get_num_transfer_tokens: block_length // steps per step, the first block_length % steps
+/// steps one more.
+std::vector<int64_t> block_transfer_counts(int64_t block_length, int64_t steps);
 
 /// Forward passes the schedule runs without early stop: exact for LLaDA and Dream's top-k algorithms
 /// (steps that would commit nothing are skipped), an upper bound for Dream origin (random) and for

@@ -25,7 +25,8 @@ CacheMode parse_cache_mode(const std::string& name) {
   if (name == "none") return CacheMode::kNone;
   if (name == "prefix") return CacheMode::kPrefix;
   if (name == "dual") return CacheMode::kDual;
-  throw UsageError("unknown cache '" + name + "' (valid: none, prefix, dual)");
+  if (name == "exact") return CacheMode::kExact;
+  throw UsageError("unknown cache '" + name + "' (valid: none, prefix, dual, exact)");
 }
 
 const char* cache_mode_name(CacheMode c) {
@@ -36,8 +37,16 @@ const char* cache_mode_name(CacheMode c) {
       return "prefix";
     case CacheMode::kDual:
       return "dual";
+    case CacheMode::kExact:
+      return "exact";
   }
   return "?";
+}
+
+std::vector<int64_t> block_transfer_counts(int64_t block_length, int64_t steps) {
+  std::vector<int64_t> counts(static_cast<size_t>(steps), block_length / steps);
+  for (int64_t i = 0; i < block_length % steps; ++i) ++counts[static_cast<size_t>(i)];
+  return counts;
 }
 
 const char* remasking_name(Remasking r) {

@@ -101,7 +101,9 @@ struct Engine::Impl {
   std::vector<std::string> check(const JobSpec& spec) const {
     const auto n_prompt = static_cast<int64_t>(spec.prompt.size());
     std::vector<std::string> warnings = diffusion::check_params(spec.params, n_prompt, n_vocab);
-    check_canvas_fits(n_prompt, spec.params.max_tokens, opt.max_canvas, "the longest canvas", "max_tokens");
+    // Block diffusion rounds the canvas up to whole blocks (diffusion::canvas_length).
+    check_canvas_fits(n_prompt, diffusion::canvas_length(spec.params, n_prompt) - n_prompt, opt.max_canvas,
+                      "the longest canvas", "max_tokens");
     for (size_t i = 0; i < spec.prompt.size(); ++i)
       if (spec.prompt[i] < 0 || spec.prompt[i] >= n_vocab)
         throw UsageError("prompt token id " + std::to_string(spec.prompt[i]) + " at position " +

@@ -65,7 +65,10 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
   p.seed = o.seed;
   p.threshold = o.threshold;
   p.cfg_scale = o.cfg_scale;
-  p.cache = diffusion::parse_cache_mode(o.cache);
+  // "": the model's own (block diffusion: its exact cache; the others none).
+  const bool block_diffusion = cfg.arch->loop == model::DefaultLoop::kBlockDiffusion;
+  p.cache = o.cache.empty() ? (block_diffusion ? diffusion::CacheMode::kExact : diffusion::CacheMode::kNone)
+                            : diffusion::parse_cache_mode(o.cache);
   p.shift_logits = cfg.shift_logits;
   p.early_stop = o.early_stop;
   p.n_threads = o.n_threads;
@@ -77,7 +80,29 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
   p.end_ids = tok.eog_ids();
   p.sampleable = tok.sampleable_mask(static_cast<int32_t>(n_vocab));
 
-  if (cfg.arch->loop == model::DefaultLoop::kLladaBlocks) {
+  if (o.edit_threshold && !block_diffusion)
+    throw UsageError(setting("edit_threshold", names) + " applies to block-diffusion models (llada2); " +
+                     cfg.arch_name + " has no token editing");
+  if (block_diffusion) {
+    // LLaDA2's HF generate defaults: block 32 (the model's), 32 steps per block, threshold 0.95,
+    // temperature 0 (greedy here: HF samples at T = 1 there, ZHZisZZ/dllm #104), no top-k / top-p.
+    p.schedule = diffusion::Schedule::kBlockDiffusion;
+    p.block_length = o.block_length.value_or(cfg.block_length);
+    p.steps = o.steps.value_or(32);
+    // LLaDA2.1's editing (SGLang joint_threshold.py): its threshold defaults to 0.5.
+    p.edit_threshold = o.edit_threshold;
+    if (o.max_post_edit_steps) p.max_post_edit_steps = *o.max_post_edit_steps;
+    p.threshold = o.threshold.value_or(o.edit_threshold ? 0.5 : 0.95);
+    p.top_p = o.top_p.value_or(1.0);
+    p.top_k = o.top_k.value_or(0);
+    const bool given[] = {o.alg.has_value(), o.alg_temp.has_value(), o.remasking.has_value()};
+    const char* fields[] = {"alg", "alg_temp", "remasking"};
+    for (size_t i = 0; i < 3; ++i) {
+      if (given[i])
+        warnings.push_back(setting(fields[i], names) + " does not apply to block diffusion; ignored for " +
+                           cfg.arch_name);
+    }
+  } else if (cfg.arch->loop == model::DefaultLoop::kLladaBlocks) {
     p.schedule = diffusion::Schedule::kBlocks;
     p.remasking = diffusion::parse_remasking(o.remasking.value_or("low_confidence"));
     // One block when max_tokens is not a multiple of the default 32 and no block length was given.
@@ -117,7 +142,7 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
       }
     }
   }
-  if (o.threshold && o.steps) {
+  if (o.threshold && o.steps && !block_diffusion) {
     warnings.push_back(
         setting("steps", names) + " is not used with " + setting("threshold", names) +
         ": threshold decoding runs until every block is full, committing at least one token per "

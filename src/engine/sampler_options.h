@@ -39,8 +39,11 @@ struct SamplerOptions {
   std::optional<double> top_p;           ///< Dream, default 1 (off)
   std::optional<int64_t> top_k;          ///< Dream, default 0 (off)
   std::optional<double> threshold;
+  std::optional<double> edit_threshold;        ///< LLaDA2.1 token editing (block diffusion); nullopt: off
+  std::optional<int64_t> max_post_edit_steps;  ///< with editing, default 16
   double cfg_scale = 0.0;
-  std::string cache = "none";  ///< none | prefix | dual
+  std::string
+      cache;  ///< none | prefix | dual | exact; "": the model's (exact for block diffusion, else none)
   bool early_stop = true;
   int n_threads = 0;     ///< threads of the sampler's per-row statistics (SamplerParams::n_threads)
   Isa isa = best_isa();  ///< their kernel path (SamplerParams::isa)

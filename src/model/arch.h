@@ -1,6 +1,6 @@
 // An architecture described as data, one file per architecture (llada.cpp, dream.cpp, llada_moe.cpp,
-// rnd1.cpp): its `{arch}.*` keys beyond the shared ones and what they decide (RoPE pairing, biases,
-// Q/K norm, MoE routing, the logit shift), what each of its layers is (layer_desc.h; the tensors a
+// rnd1.cpp, llada2.cpp): its `{arch}.*` keys beyond the shared ones and what they decide (RoPE pairing,
+// biases, Q/K norm, MoE routing, the logit shift), what each of its layers is (layer_desc.h; the tensors a
 // layer binds follow from it, tensors.h), the denoising loop it runs by default and its prompt rule.
 // Nothing outside src/model decides by architecture: the rest of the program reads these fields.
 //
@@ -52,5 +52,6 @@ extern const Architecture kLladaArch;     // llada.cpp
 extern const Architecture kDreamArch;     // dream.cpp
 extern const Architecture kLladaMoeArch;  // llada_moe.cpp
 extern const Architecture kRnd1Arch;      // rnd1.cpp
+extern const Architecture kLlada2Arch;    // llada2.cpp
 
 }  // namespace dllm::model

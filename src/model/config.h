@@ -1,6 +1,6 @@
 // Hyperparameters of a model, read once from the GGUF `{arch}.*` keys: the keys every architecture
 // shares here (read_config), the rest by the architecture's own description (arch.h; one file per
-// architecture: llada.cpp, dream.cpp, llada_moe.cpp, rnd1.cpp).
+// architecture: llada.cpp, dream.cpp, llada_moe.cpp, rnd1.cpp, llada2.cpp).
 #pragma once
 
 #include <cstdint>
@@ -23,8 +23,9 @@ enum class RopeMode { kNorm, kNeox };
 enum class ExpertGating { kSoftmax, kSigmoid };
 
 /// The denoising loop a model runs unless a request picks settings of another (diffusion::Schedule):
-/// LLaDA's blocks (generate.py) or Dream's timesteps (_sample).
-enum class DefaultLoop { kLladaBlocks, kDreamTimesteps };
+/// LLaDA's blocks (generate.py), Dream's timesteps (_sample), or block diffusion (LLaDA2.x's HF
+/// generate(): blocks counted from position 0 under a block-causal mask, an exact K/V cache).
+enum class DefaultLoop { kLladaBlocks, kDreamTimesteps, kBlockDiffusion };
 
 struct ModelConfig {
   const Architecture* arch = nullptr;  ///< the description read_config chose by name (arch.h)
@@ -49,6 +50,9 @@ struct ModelConfig {
   /// LLaDA-MoE, RND1: blk.N.attn_q_norm / attn_k_norm, an RMSNorm over each head's head_dim values of Q
   /// and K (weights of head_dim, eps rms_eps) before RoPE (llama.cpp src/models/llada-moe.cpp, rnd1.cpp).
   bool has_qk_norm = false;
+  /// LLaDA2: one blk.N.attn_qkv tensor whose rows are Q | K | V (llama.cpp bailingmoe2.cpp), bound as
+  /// three row ranges (Model::load) instead of attn_q / attn_k / attn_v.
+  bool fused_qkv = false;
 
   // Mixture of experts (0 / false for the dense architectures). A routed layer's FFN is llama.cpp's
   // build_moe_ffn (src/llama-graph.cpp): the router's n_expert logits turned into scores
@@ -81,11 +85,14 @@ struct ModelConfig {
   /// diffusion.shift_logits; absent means true for dream and rnd1 (llama-diffusion-cli's default; their
   /// files have no key), false for llada and llada-moe (their converters write false).
   bool shift_logits = false;
+  /// Block-diffusion models (DefaultLoop::kBlockDiffusion): the block length of their block-causal
+  /// mask and loop (LLaDA2: 32, HF generate()'s default; the files carry no key for it); 0 otherwise.
+  int64_t block_length = 0;
 };
 
 /// Reads and checks the config: the keys every architecture shares, then the architecture's own
 /// (Architecture::configure). Throws dllm::Error with exactly:
-///   "unsupported model architecture: <arch> (supported: llada, dream, llada-moe, rnd1)"
+///   "unsupported model architecture: <arch> (supported: llada, dream, llada-moe, rnd1, llada2)"
 ///   "required metadata key missing: <key>"
 /// and a message naming n_embd and n_head when head_dim is not exact, or naming the expert keys when
 /// expert_used_count is not in [1, expert_count].

@@ -101,6 +101,12 @@ Model Model::load(const gguf::GgufFile& file) {
       else
         l.*spec.vector = decode_vector(file, *t);
     }
+    if (l.attn_qkv != nullptr) {
+      const int64_t n_q = c.n_head * c.head_dim, n_kv = d.n_head_kv * c.head_dim;
+      l.attn_q = &m.views_.emplace_back(row_range(*l.attn_qkv, 0, n_q, "Q"));
+      l.attn_k = &m.views_.emplace_back(row_range(*l.attn_qkv, n_q, n_kv, "K"));
+      l.attn_v = &m.views_.emplace_back(row_range(*l.attn_qkv, n_q + n_kv, n_kv, "V"));
+    }
   }
   return m;
 }
@@ -116,6 +122,18 @@ gguf::TensorInfo expert_matrix(const gguf::TensorInfo& t, int64_t e) {
   m.ne[2] = 1;
   m.n_bytes = static_cast<uint64_t>(t.ne[1]) * t.row_bytes();
   m.offset = t.offset + static_cast<uint64_t>(e) * m.n_bytes;
+  return m;
+}
+
+gguf::TensorInfo row_range(const gguf::TensorInfo& t, int64_t row0, int64_t n_rows, const std::string& part) {
+  if (t.n_dims != 2 || row0 < 0 || n_rows <= 0 || row0 + n_rows > t.ne[1])
+    throw Error("rows " + std::to_string(row0) + ".." + std::to_string(row0 + n_rows) + " of tensor " +
+                t.name + ": not a 2-D tensor with that many rows");
+  gguf::TensorInfo m = t;
+  m.name = t.name + "[" + part + "]";
+  m.ne[1] = n_rows;
+  m.n_bytes = static_cast<uint64_t>(n_rows) * t.row_bytes();
+  m.offset = t.offset + static_cast<uint64_t>(row0) * t.row_bytes();
   return m;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -19,16 +20,19 @@ struct LayerWeights {
   const gguf::TensorInfo* attn_k = nullptr;       ///< [n_embd, n_head_kv * hd]
   const gguf::TensorInfo* attn_v = nullptr;       ///< [n_embd, n_head_kv * hd]
   const gguf::TensorInfo* attn_output = nullptr;  ///< [n_head * hd, n_embd]
-  const gguf::TensorInfo* ffn_gate = nullptr;     ///< [n_embd, n_ff]; nullptr in a MoE model
-  const gguf::TensorInfo* ffn_up = nullptr;       ///< [n_embd, n_ff]; nullptr in a MoE model
-  const gguf::TensorInfo* ffn_down = nullptr;     ///< [n_ff, n_embd]; nullptr in a MoE model
-  std::vector<float> attn_norm;                   ///< n_embd
-  std::vector<float> ffn_norm;                    ///< n_embd
-  std::vector<float> attn_q_bias;                 ///< n_head * hd; empty without biases (LLaDA)
-  std::vector<float> attn_k_bias;                 ///< n_head_kv * hd; empty without biases
-  std::vector<float> attn_v_bias;                 ///< n_head_kv * hd; empty without biases
-  std::vector<float> attn_q_norm;                 ///< hd, shared by every head; empty without Q/K norm
-  std::vector<float> attn_k_norm;                 ///< hd; empty without Q/K norm
+  /// [n_embd, (n_head + 2 n_head_kv) * hd], rows Q | K | V (ModelConfig::fused_qkv; else nullptr):
+  /// attn_q, attn_k and attn_v then point at its three row ranges (qkv_rows).
+  const gguf::TensorInfo* attn_qkv = nullptr;
+  const gguf::TensorInfo* ffn_gate = nullptr;  ///< [n_embd, n_ff]; nullptr in a MoE model
+  const gguf::TensorInfo* ffn_up = nullptr;    ///< [n_embd, n_ff]; nullptr in a MoE model
+  const gguf::TensorInfo* ffn_down = nullptr;  ///< [n_ff, n_embd]; nullptr in a MoE model
+  std::vector<float> attn_norm;                ///< n_embd
+  std::vector<float> ffn_norm;                 ///< n_embd
+  std::vector<float> attn_q_bias;              ///< n_head * hd; empty without biases (LLaDA)
+  std::vector<float> attn_k_bias;              ///< n_head_kv * hd; empty without biases
+  std::vector<float> attn_v_bias;              ///< n_head_kv * hd; empty without biases
+  std::vector<float> attn_q_norm;              ///< hd, shared by every head; empty without Q/K norm
+  std::vector<float> attn_k_norm;              ///< hd; empty without Q/K norm
   // Mixture of experts (ModelConfig::is_moe()); empty / nullptr otherwise. Expert e of a 3-D tensor is
   // the matrix expert_matrix(t, e).
   std::vector<float> ffn_gate_inp;                  ///< router, E rows x n_embd (ffn_gate_inp [n_embd, E])
@@ -49,12 +53,17 @@ struct LayerWeights {
 /// Throws dllm::Error when t is not 3-D or e is outside [0, ne[2]).
 gguf::TensorInfo expert_matrix(const gguf::TensorInfo& t, int64_t e);
 
+/// Rows [row0, row0 + n_rows) of the 2-D tensor t as a 2-D tensor [ne[0], n_rows] named
+/// "<name>[<part>]" (GgufFile::tensor_data of the result points at those rows): LLaDA2's fused
+/// attn_qkv as Q, K and V. Throws dllm::Error when t is not 2-D or the range is outside its rows.
+gguf::TensorInfo row_range(const gguf::TensorInfo& t, int64_t row0, int64_t n_rows, const std::string& part);
+
 /// A loaded model: config + every tensor bound by name. Keeps a reference to `file`, which must
 /// outlive the Model (the matrices point into its mapping).
 class Model {
  public:
   /// Reads the config (read_config) and binds every tensor. Throws dllm::Error with exactly:
-  ///   "unsupported model architecture: <arch> (supported: llada, dream, llada-moe, rnd1)"
+  ///   "unsupported model architecture: <arch> (supported: llada, dream, llada-moe, rnd1, llada2)"
   ///   "required metadata key missing: <key>"
   ///   "required tensor missing: <name>"
   ///   "tensor shape mismatch for <name>: [a, b], expected [c, d]"   (ggml ne order)
@@ -65,6 +74,12 @@ class Model {
   /// Q8_0) are accepted here and refused by the backend (cpu::make_matrix) with "tensor <name> is <type>:
   /// matrix kernels exist for ...".
   static Model load(const gguf::GgufFile& file);
+
+  // Moved, never copied: the layers point into views_.
+  Model(Model&&) = default;
+  Model& operator=(Model&&) = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
 
   const ModelConfig& config() const { return config_; }
   const gguf::GgufFile& file() const { return *file_; }
@@ -98,6 +113,9 @@ class Model {
   const gguf::TensorInfo* output_ = nullptr;
   std::vector<float> output_norm_;
   std::vector<LayerWeights> layers_;
+  /// Row ranges of fused tensors (row_range), which LayerWeights point at: a deque, so the addresses
+  /// stay put as it grows and when the Model moves.
+  std::deque<gguf::TensorInfo> views_;
   std::vector<const gguf::TensorInfo*> bound_;  ///< every tensor bound, for type_mix()
 };
 

@@ -12,10 +12,15 @@ std::vector<TensorSpec> layer_tensors(const ModelConfig& c, const LayerDesc& d) 
   using W = LayerWeights;
   std::vector<TensorSpec> t = {
       {"attn_norm.weight", {c.n_embd}, nullptr, &W::attn_norm},
-      {"attn_q.weight", {c.n_embd, n_q}, &W::attn_q},
-      {"attn_k.weight", {c.n_embd, n_kv}, &W::attn_k},
-      {"attn_v.weight", {c.n_embd, n_kv}, &W::attn_v},
   };
+  if (c.fused_qkv) {
+    // Rows Q | K | V in one tensor (bailingmoe2.cpp); Model::load binds the three row ranges.
+    t.push_back({"attn_qkv.weight", {c.n_embd, n_q + 2 * n_kv}, &W::attn_qkv});
+  } else {
+    t.push_back({"attn_q.weight", {c.n_embd, n_q}, &W::attn_q});
+    t.push_back({"attn_k.weight", {c.n_embd, n_kv}, &W::attn_k});
+    t.push_back({"attn_v.weight", {c.n_embd, n_kv}, &W::attn_v});
+  }
   if (d.qkv_bias) {
     t.push_back({"attn_q.bias", {n_q}, nullptr, &W::attn_q_bias});
     t.push_back({"attn_k.bias", {n_kv}, nullptr, &W::attn_k_bias});

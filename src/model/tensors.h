@@ -27,7 +27,7 @@ struct TensorSpec {
 };
 
 /// Every tensor layer il of a model with config c binds, as its description d says: attn_norm,
-/// attn_{q,k,v,output} (+ biases with qkv_bias, attn_{q,k}_norm with qk_norm), ffn_norm, then
+/// attn_{q,k,v,output} (attn_qkv instead of q, k, v with fused_qkv; + biases with qkv_bias, attn_{q,k}_norm with qk_norm), ffn_norm, then
 /// ffn_{gate,up,down} (kDense) or ffn_gate_inp and ffn_{gate,up,down}_exps (kMoe; with shared experts
 /// ffn_{gate,up,down}_shexp, with a selection bias exp_probs_b.bias).
 std::vector<TensorSpec> layer_tensors(const ModelConfig& c, const LayerDesc& d);

@@ -28,15 +28,17 @@ engine::SamplerOptions options_for(const GenerationRequest& r, const engine::Sam
   if (r.threshold) o.threshold = r.threshold;
   if (r.cfg_scale) o.cfg_scale = *r.cfg_scale;
   if (r.cache) o.cache = *r.cache;
+  if (r.edit_threshold) o.edit_threshold = r.edit_threshold;
+  if (r.max_post_edit_steps) o.max_post_edit_steps = r.max_post_edit_steps;
   return o;
 }
 
 /// The request field a schedule error is about: the first field name its message mentions (the
 /// engine's checks name the fields under their request names, engine::SettingNames::kFields), or "".
 std::string field_named_in(const std::string& message) {
-  static const char* const kFields[] = {"max_tokens", "block_length", "steps", "threshold",   "cfg_scale",
-                                        "alg_temp",   "top_p",        "top_k", "temperature", "remasking",
-                                        "cache",      "alg",          "seed"};
+  static const char* const kFields[] = {"max_tokens", "block_length", "steps", "threshold",     "cfg_scale",
+                                        "alg_temp",   "top_p",        "top_k", "temperature",   "remasking",
+                                        "cache",      "alg",          "seed",  "edit_threshold"};
   std::string best;
   size_t at = std::string::npos;
   for (const char* f : kFields) {

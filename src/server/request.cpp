@@ -301,11 +301,13 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   r.steps = whole(body, "steps", 1);
   r.block_length = whole(body, "block_length", 1);
   r.threshold = real(body, "threshold", 0, 1, true);
-  r.cache = one_of(body, "cache", {"none", "prefix", "dual"});
+  r.cache = one_of(body, "cache", {"none", "prefix", "dual", "exact"});
   r.alg = one_of(body, "alg", {"origin", "maskgit_plus", "topk_margin", "entropy"});
   r.alg_temp = real(body, "alg_temp", 0, kInf);
   r.remasking = one_of(body, "remasking", {"low_confidence", "random"});
   r.cfg_scale = real(body, "cfg_scale", 0, kInf);
+  r.edit_threshold = real(body, "edit_threshold", 0, 1);
+  r.max_post_edit_steps = whole(body, "max_post_edit_steps", 0);
   if (const json* d = field(body, "dllm")) {
     if (!d->is_object())
       reject("dllm", std::string("dllm must be an object {\"canvas\": bool}, got ") + type_name(*d));

@@ -6,7 +6,8 @@
 // Fields (OpenAI's names; the diffusion ones under `dllm run`'s flag names, docs/serving.md):
 //   model, messages (chat) | prompt (completions), max_tokens (alias max_completion_tokens), temperature,
 //   top_p, top_k, seed, stop, stream, stream_options.include_usage, n (1 only), steps, block_length,
-//   threshold, cache, alg, alg_temp, remasking, cfg_scale, no_special, dllm.canvas.
+//   threshold, cache, alg, alg_temp, remasking, cfg_scale, edit_threshold, max_post_edit_steps,
+//   no_special, dllm.canvas.
 // Refused with a 400 naming the field (not supported): logprobs, top_logprobs, tools, functions,
 // response_format other than {"type": "text"}.
 // Unknown fields are ignored (OpenAI's clients send fields such as `user` or `logit_bias`); a known
@@ -43,17 +44,19 @@ struct GenerationRequest {
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;  ///< up to 4 non-empty strings
   bool stream = false;
-  bool include_usage = false;            ///< stream_options.include_usage: a last chunk with usage
-  std::optional<int64_t> steps;          ///< >= 1
-  std::optional<int64_t> block_length;   ///< >= 1
-  std::optional<double> threshold;       ///< (0, 1]
-  std::optional<std::string> cache;      ///< none | prefix | dual
-  std::optional<std::string> alg;        ///< origin | maskgit_plus | topk_margin | entropy
-  std::optional<double> alg_temp;        ///< >= 0
-  std::optional<std::string> remasking;  ///< low_confidence | random
-  std::optional<double> cfg_scale;       ///< >= 0
-  bool canvas_events = false;            ///< dllm.canvas: a canvas event after every step (streaming)
-  std::optional<bool> no_special;        ///< true: control-token text in the prompt stays text (--no-special)
+  bool include_usage = false;                  ///< stream_options.include_usage: a last chunk with usage
+  std::optional<int64_t> steps;                ///< >= 1
+  std::optional<int64_t> block_length;         ///< >= 1
+  std::optional<double> threshold;             ///< (0, 1]
+  std::optional<std::string> cache;            ///< none | prefix | dual | exact
+  std::optional<double> edit_threshold;        ///< [0, 1]: LLaDA2.1 token editing (llada2)
+  std::optional<int64_t> max_post_edit_steps;  ///< >= 0
+  std::optional<std::string> alg;              ///< origin | maskgit_plus | topk_margin | entropy
+  std::optional<double> alg_temp;              ///< >= 0
+  std::optional<std::string> remasking;        ///< low_confidence | random
+  std::optional<double> cfg_scale;             ///< >= 0
+  bool canvas_events = false;                  ///< dllm.canvas: a canvas event after every step (streaming)
+  std::optional<bool> no_special;  ///< true: control-token text in the prompt stays text (--no-special)
 };
 
 /// Parses and checks `body` for `endpoint`. `model_id` is the served model's name: a request naming

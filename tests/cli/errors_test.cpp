@@ -80,7 +80,43 @@ TEST_F(ModelErrors, UnsupportedArchitecture) {
       },
       nullptr);
   expect_error(run_on(path),
-               "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1)", 1);
+               "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1, llada2)", 1);
+}
+
+// LLaDA2's routing keys that contradict each other (tiny-llada2: 16 experts in 4 groups, 2 kept, 4
+// used): each gives the one line naming the keys.
+TEST_F(ModelErrors, InconsistentLlada2Routing) {
+  DLLM_REQUIRE_REFERENCE();
+  const std::string src = reference("tiny-llada2-q4km.gguf").string();
+  const auto with = [&](const std::string& name, const std::string& key, uint64_t value) {
+    const std::string path = (dir_ / name).string();
+    rewrite_gguf(
+        src, path,
+        [&](gguf::KeyValue& kv) {
+          if (kv.key == key) kv.value.u = value;
+          return true;
+        },
+        nullptr);
+    return path;
+  };
+  expect_error(run_on(with("groups-3.gguf", "llada2.expert_group_count", 3)),
+               "llada2.expert_group_count (3) must divide llada2.expert_count (16) into groups of at least 2 "
+               "experts",
+               1);
+  expect_error(run_on(with("groups-128.gguf", "llada2.expert_group_count", 128)),
+               "llada2.expert_group_count (128) exceeds 64", 1);
+  expect_error(run_on(with("groups-used-5.gguf", "llada2.expert_group_used_count", 5)),
+               "llada2.expert_group_used_count (5) exceeds llada2.expert_group_count (4)", 1);
+  expect_error(
+      run_on(with("used-9.gguf", "llada2.expert_used_count", 9)),
+      "llada2.expert_used_count (9) exceeds the 8 experts of the llada2.expert_group_used_count groups "
+      "kept",
+      1);
+  expect_error(run_on(with("softmax.gguf", "llada2.expert_gating_func", 1)),
+               "llada2.expert_gating_func is 1: llada2 runs sigmoid gating (2) only", 1);
+  const std::string no_bias = (dir_ / "no-bias.gguf").string();
+  rewrite_gguf(src, no_bias, nullptr, [](TensorSpec& t) { return t.name != "blk.1.exp_probs_b.bias"; });
+  expect_error(run_on(no_bias), "required tensor missing: blk.1.exp_probs_b.bias", 1);
 }
 
 TEST_F(ModelErrors, MissingMetadataKey) {
