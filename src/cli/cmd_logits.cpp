@@ -16,6 +16,8 @@
 #include "cli/model_source.h"
 #include "cli/util.h"
 #include "engine/backend.h"
+#include "model/arch.h"
+#include "model/model.h"
 
 namespace dllm::cli {
 
@@ -28,6 +30,9 @@ struct LogitsOptions {
   std::string tokens_file;  ///< --tokens-file F (.i32 binary or text)
   std::string out;          ///< --out FILE
   std::string rows;         ///< --rows "0 5 7" (default: every position)
+  int64_t prompt_len = -1;  ///< --prompt-len P: causal prompt + bidirectional canvas; -1: the default
+  std::string self_cond;    ///< --self-cond FILE: previous canvas logits (f32), DiffusionGemma
+  float self_cond_scale = 1.0f;
   bool verbose = false;
 };
 
@@ -80,6 +85,32 @@ int run_logits(const LogitsOptions& o) {
                        " is outside the model's vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
     }
   }
+  // The mask: --prompt-len P makes the first P tokens a causal prompt and the rest one bidirectional
+  // canvas that sees it (DiffusionGemma's rule; P = n is causal throughout). Default: causal for an
+  // autoregressive model (gemma4), full attention for the diffusion models (diffusion-gemma: every row
+  // is canvas, as llama.cpp's graph with no prompt).
+  forward::MaskRule mask = forward::MaskRule::full();
+  if (o.prompt_len >= 0) {
+    if (o.prompt_len > n)
+      throw UsageError("--prompt-len " + std::to_string(o.prompt_len) + " is longer than the " +
+                       std::to_string(n) + " tokens given");
+    mask = forward::MaskRule::causal_prompt(o.prompt_len);
+  } else if (m.model->config().arch->causal_lm) {
+    mask = forward::MaskRule::causal();
+  }
+  std::vector<float> self_cond;
+  if (!o.self_cond.empty()) {
+    if (o.prompt_len < 0)
+      throw UsageError("--self-cond needs --prompt-len (the canvas rows follow the prompt)");
+    if (!m.model->config().self_conditioning)
+      throw UsageError("--self-cond: this model has no self-conditioning tensors (self_cond_*)");
+    self_cond = read_f32_file(o.self_cond, "--self-cond");
+    const int64_t want = (n - o.prompt_len) * m.model->config().n_vocab;
+    if (static_cast<int64_t>(self_cond.size()) != want)
+      throw UsageError("--self-cond: " + o.self_cond + " holds " + std::to_string(self_cond.size()) +
+                       " floats, expected the canvas rows (" + std::to_string(n - o.prompt_len) +
+                       ") x n_vocab (" + std::to_string(m.model->config().n_vocab) + ")");
+  }
   engine::BackendOptions bo;
   bo.device = resolve_device(o.compute);
   bo.gpu_gemm = o.compute.gpu_gemm;
@@ -97,6 +128,9 @@ int run_logits(const LogitsOptions& o) {
   seg.tokens = tokens;
   seg.logit_rows = rows;
   seg.logits = logits.data();
+  seg.mask = mask;
+  seg.self_cond = self_cond;
+  seg.self_cond_scale = o.self_cond_scale;
   backend->forward({&seg, 1});
   const double forward_ms = fwd_watch.elapsed_ms();
 
@@ -125,6 +159,16 @@ Command add_logits_command(CLI::App& root) {
   sub->add_option("-o,--out", o->out, "Output file for the logits (f32 little-endian, no header)")
       ->required();
   sub->add_option("--rows", o->rows, "Positions whose logits to write, e.g. \"0 17 49\" (default: all)");
+  sub->add_option("--prompt-len", o->prompt_len,
+                  "The first P tokens are a causal prompt, the rest a bidirectional canvas that sees it "
+                  "(DiffusionGemma); default: causal for gemma4, full attention otherwise")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--self-cond", o->self_cond,
+                  "DiffusionGemma: the previous step's canvas logits (f32 [canvas rows][n_vocab]) as "
+                  "self-conditioning input");
+  sub->add_option("--self-cond-scale", o->self_cond_scale,
+                  "Multiplies --self-cond's logits before the softmax (1 / the previous temperature)")
+      ->check(CLI::PositiveNumber);
   add_compute_flags(*sub, o->compute);
   sub->add_flag("-v,--verbose", o->verbose, "Print model, timings and peak memory to stderr");
   return {sub, [o]() { return run_logits(*o); }};

@@ -44,6 +44,16 @@ void check_canvas_fits(int64_t n_prompt, int64_t max_tokens, int64_t limit, cons
 diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::ModelConfig& cfg,
                                         const tokenizer::Tokenizer& tok, int64_t n_vocab,
                                         std::vector<std::string>& warnings, SettingNames names) {
+  if (cfg.arch->causal_lm) {
+    throw Error(
+        cfg.arch_name +
+        " is an autoregressive model: dllm computes its logits (dllm logits) as a check of a diffusion "
+        "model's backbone, and does not generate text with it");
+  }
+  if (cfg.canvas_length > 0) {
+    throw Error(cfg.arch_name +
+                ": the entropy-bound sampler is not implemented yet; dllm logits runs its forward");
+  }
   diffusion::SamplerParams p;
   // check_params' errors and warnings name the settings as the caller's users typed them (the
   // sampler has no eps setting to name: Dream's eps is fixed).

@@ -8,8 +8,8 @@
 namespace dllm::model {
 
 std::span<const Architecture* const> architectures() {
-  static const std::array<const Architecture*, 4> all = {&kLladaArch, &kDreamArch, &kLladaMoeArch,
-                                                         &kRnd1Arch};
+  static const std::array<const Architecture*, 6> all = {&kLladaArch, &kDreamArch,  &kLladaMoeArch,
+                                                         &kRnd1Arch,  &kGemma4Arch, &kDiffusionGemmaArch};
   return all;
 }
 

@@ -80,7 +80,9 @@ TEST_F(ModelErrors, UnsupportedArchitecture) {
       },
       nullptr);
   expect_error(run_on(path),
-               "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1)", 1);
+               "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1, gemma4, "
+               "diffusion-gemma)",
+               1);
 }
 
 TEST_F(ModelErrors, MissingMetadataKey) {
@@ -201,7 +203,8 @@ TEST_F(ModelErrors, MatrixKernelType) {
     return true;
   });
   const std::string message =
-      "tensor blk.0.attn_q.weight is Q4_0: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16, BF16";
+      "tensor blk.0.attn_q.weight is Q4_0: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, F32, F16, "
+      "BF16";
   expect_error(run_on(path), message, 1);
   const std::string out = (dir_ / "logits.f32").string();
   expect_error(run_dllm({"logits", "--model", path, "--tokens", "1 2 3", "--out", out}), message, 1);
