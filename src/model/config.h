@@ -104,6 +104,16 @@ struct ModelConfig {
   bool self_conditioning = false;
   /// DiffusionGemma: diffusion.canvas_length (0 otherwise).
   int64_t canvas_length = 0;
+  /// DiffusionGemma's entropy-bound sampler defaults: the file's diffusion.eb_* keys, else the PR's
+  /// built-in values (examples/diffusion/diffusion.h diffusion_eb_params).
+  struct EntropyBound {
+    int64_t max_steps = 48;      ///< diffusion.eb_max_steps
+    float t_min = 0.4f;          ///< diffusion.eb_t_min
+    float t_max = 0.8f;          ///< diffusion.eb_t_max
+    float entropy_bound = 0.1f;  ///< diffusion.eb_entropy_bound
+    int64_t stability = 1;       ///< diffusion.eb_stability_threshold
+    float confidence = 0.005f;   ///< diffusion.eb_confidence_threshold
+  } eb;
 };
 
 /// Reads and checks the config: the keys every architecture shares, then the architecture's own

@@ -107,6 +107,19 @@ void configure_diffusion_gemma(const gguf::GgufFile& file, ModelConfig& c) {
   // Optional in the PR (266-269): without them there is no self-conditioning. PR #24427 names the norm
   // self_cond_norm.
   c.self_conditioning = file.find_tensor("self_cond_gate.weight") != nullptr;
+  // The sampler's defaults (diffusion_gemma.py 43-77 writes them from generation_config.json).
+  if (file.find("diffusion.eb_max_steps")) c.eb.max_steps = positive_key(file, "diffusion.eb_max_steps");
+  if (file.find("diffusion.eb_stability_threshold"))
+    c.eb.stability = static_cast<int64_t>(file.get_u64("diffusion.eb_stability_threshold"));
+  c.eb.t_min = file.find_f32("diffusion.eb_t_min").value_or(c.eb.t_min);
+  c.eb.t_max = file.find_f32("diffusion.eb_t_max").value_or(c.eb.t_max);
+  c.eb.entropy_bound = file.find_f32("diffusion.eb_entropy_bound").value_or(c.eb.entropy_bound);
+  c.eb.confidence = file.find_f32("diffusion.eb_confidence_threshold").value_or(c.eb.confidence);
+  if (!(c.eb.t_min > 0.0f) || !(c.eb.t_max > 0.0f) || !(c.eb.entropy_bound >= 0.0f) ||
+      !(c.eb.confidence >= 0.0f))
+    throw Error(
+        "invalid diffusion.eb_* sampler values in the file (temperatures must be positive, the bound "
+        "and the confidence threshold non-negative)");
   if (c.self_conditioning && !file.find_tensor("self_cond_pre_norm.weight") &&
       !file.find_tensor("self_cond_norm.weight"))
     throw Error("required tensor missing: self_cond_pre_norm.weight (or self_cond_norm.weight)");

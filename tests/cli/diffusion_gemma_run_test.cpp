@@ -22,6 +22,7 @@
 #include "diffusion/entropy_bound.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "run_binary.h"
 
 namespace dllm {
 namespace {
@@ -104,6 +105,69 @@ TEST(DiffusionGemmaRun, FirstStepFollowsTheCliAndRunsStayInBounds) {
       identical, runs, static_cast<long long>(step0_same), static_cast<long long>(step0_all));
   // The first step's argmax is a function of the logits alone: the reference-logits bound (>= 90%).
   EXPECT_GE(static_cast<double>(step0_same), 0.9 * static_cast<double>(step0_all));
+}
+
+std::string dg_path() {
+  return (data_dir() / "tiny-diffusion-gemma-q4km.gguf").string();
+}
+
+TEST(DiffusionGemmaRun, RunUsesTheFilesSamplerKeysAndTheFlags) {
+  // The file's diffusion.eb_* (16 steps, t 0.9 -> 0.45, bound 0.5, stability 1, confidence 0.05:
+  // deliberately not the PR's built-in 48 / 0.8 -> 0.4 / 0.1 / 1 / 0.005) unless a flag says otherwise.
+  const auto r =
+      test::run_dllm({"run", "-m", dg_path(), "-p", "What is 2+2?", "--seed", "1", "-t", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_NE(j.dump().find("entropy-bound, canvas 32, 1 block(s), steps 16, t 0.9 -> 0.45, entropy bound 0.5, "
+                          "stability 1, confidence 0.05"),
+            std::string::npos)
+      << r.out;
+  const auto o = test::run_dllm({"run",
+                                 "-m",
+                                 dg_path(),
+                                 "-p",
+                                 "What is 2+2?",
+                                 "--seed",
+                                 "1",
+                                 "-t",
+                                 "2",
+                                 "--json",
+                                 "--steps",
+                                 "5",
+                                 "--eb-t-min",
+                                 "0.2",
+                                 "--eb-t-max",
+                                 "0.4",
+                                 "--eb-entropy-bound",
+                                 "1000",
+                                 "--eb-stability",
+                                 "2",
+                                 "--eb-confidence",
+                                 "5",
+                                 "-n",
+                                 "40"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("entropy-bound, canvas 32, 2 block(s), steps 5, t 0.4 -> 0.2, entropy bound 1000, "
+                       "stability 2, confidence 5"),
+            std::string::npos)
+      << o.out;
+  // The same seed gives the same text at 1 and 2 threads; another seed another text.
+  const auto one =
+      test::run_dllm({"run", "-m", dg_path(), "-p", "Tell me a story.", "--seed", "3", "-t", "1"});
+  const auto two =
+      test::run_dllm({"run", "-m", dg_path(), "-p", "Tell me a story.", "--seed", "3", "-t", "2"});
+  const auto other =
+      test::run_dllm({"run", "-m", dg_path(), "-p", "Tell me a story.", "--seed", "4", "-t", "2"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out, two.out);
+  EXPECT_NE(one.out, other.out);
+}
+
+TEST(DiffusionGemmaRun, Gemma4IsRefusedWithOneErrorLine) {
+  const auto r = test::run_dllm({"run", "-m", (data_dir() / "tiny-gemma4-q4km.gguf").string(), "-p", "hi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(test::is_one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("gemma4 is an autoregressive model"), std::string::npos) << r.err;
 }
 
 }  // namespace

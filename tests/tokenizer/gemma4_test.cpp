@@ -76,6 +76,12 @@ TEST(Gemma4Tokenizer, ChatPromptIsTheClis) {
     EXPECT_EQ(render_chat(tok, o), want) << c.run;
     o.parse_special = false;  // markers inserted as ids: the same ids for a prompt without marker text
     EXPECT_EQ(prompt_tokens(tok, o), j["prompt_ids"].get<std::vector<int32_t>>()) << c.run;
+    // The CLI's reply bytes are our decoding of its response ids.
+    const std::string hex = j["response_text_hex"].get<std::string>();
+    std::string bytes;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2)
+      bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    EXPECT_EQ(tok.decode(j["response_ids"].get<std::vector<int32_t>>()), bytes) << c.run;
   }
   // A system turn and an assistant turn ("model").
   ChatOptions o;
