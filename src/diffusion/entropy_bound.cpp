@@ -142,7 +142,7 @@ void EntropyBoundSequence::start_block() {
   for (size_t i = 0; i < C; ++i) rows_[i] = static_cast<int32_t>(encoded_ + static_cast<int64_t>(i));
 }
 
-std::span<const forward::Segment> EntropyBoundSequence::next() {
+std::span<const forward::Segment> EntropyBoundSequence::next() const {
   if (done_) throw Error("entropy-bound sequence: no step left");
   seg_ = forward::Segment{};
   seg_.kv = &kv_;

@@ -106,9 +106,11 @@ class EntropyBoundSequence {
   EntropyBoundSequence(std::span<const int32_t> prompt, const EntropyBoundParams& p, int64_t n_vocab,
                        int64_t n_vocab_draw, std::function<void(const EbStepInfo&)> on_step = {});
   bool done() const { return done_; }
-  std::span<const forward::Segment> next();
+  std::span<const forward::Segment> next() const;
   void accept();
   const EbResult& result() const { return result_; }
+  /// The block being denoised: its argmax canvas after the last step (empty before the first).
+  std::span<const int32_t> current_argmax() const { return argmax_; }
   int64_t steps_run() const { return steps_run_; }
 
  private:
@@ -117,16 +119,18 @@ class EntropyBoundSequence {
   int64_t n_vocab_, n_vocab_draw_;
   std::function<void(const EbStepInfo&)> on_step_;
   std::vector<int32_t> prefix_;  ///< prompt + the blocks so far
-  forward::KvState kv_;
-  int64_t encoded_ = 0;  ///< prefix positions in kv_
+  mutable forward::KvState kv_;  ///< written by the forward pass of next()'s segment
+  int64_t encoded_ = 0;          ///< prefix positions in kv_
   int64_t block_ = 0, cur_step_ = 0, held_ = 0, steps_run_ = 0;
   bool done_ = false, encoding_ = false;
   std::unique_ptr<EbRng> rng_;
-  std::vector<int32_t> canvas_, argmax_, prev_argmax_, sampled_, renoise_, rows_, enc_tokens_;
-  std::vector<float> logits_, prev_logits_, entropy_, u_;
+  std::vector<int32_t> canvas_, argmax_, prev_argmax_, sampled_, renoise_, rows_;
+  mutable std::vector<int32_t> enc_tokens_;
+  mutable std::vector<float> logits_;  ///< the forward pass writes next()'s logits here
+  std::vector<float> prev_logits_, entropy_, u_;
   float prev_temp_inv_ = 1.0f;
   bool have_prev_ = false;
-  forward::Segment seg_;
+  mutable forward::Segment seg_;
   EbResult result_;
 };
 
