@@ -88,11 +88,12 @@ struct CpuForward::Impl final : model::DeviceOps {
   std::vector<GegluExperts> geglu_experts;  ///< per layer, empty in the other layers
   std::unique_ptr<GegluMoe> geglu_moe;
   std::unique_ptr<Matrix> sc_gate, sc_up, sc_down;  ///< DiffusionGemma's self-conditioning MLP
-  /// token_embd decoded and rounded to f16 (n_vocab x d), for the self-conditioning input: llama.cpp
+  /// token_embd decoded to f16 bits (n_vocab x d), for the self-conditioning input: llama.cpp
   /// multiplies the probabilities by an F16 copy (sc_embT, diffusion-gemma.cpp 693-753). Made on
-  /// first use.
-  std::vector<float> embd_f16;
-  std::vector<float> ones;  ///< RMSNorm without a weight: max(d, head_dim) ones
+  /// first use (26B-A4B: 1.5 GB).
+  std::vector<uint16_t> embd_f16;
+  std::vector<float> sc_probs;  ///< self-conditioning rows x n_vocab: the f16-rounded probabilities
+  std::vector<float> ones;      ///< RMSNorm without a weight: max(d, head_dim) ones
   /// Wo's input per distinct attention width (n_head x the layer's head_dim): attn_in_of[il].
   std::vector<ProjectionInput> attn_ins;
   std::vector<size_t> attn_in_of;
@@ -378,40 +379,60 @@ struct CpuForward::Impl final : model::DeviceOps {
     const Profile::Scope ps(prof, Phase::kEmbed);
     if (embd_f16.empty()) {
       embd_f16.resize(static_cast<size_t>(V * d));
+#pragma omp parallel num_threads(n_threads)
+      {
+        std::vector<float> row(static_cast<size_t>(d));
+#pragma omp for schedule(static)
+        for (int64_t v = 0; v < V; ++v) {
+          model.dequantize_row(model.token_embd(), v, row.data());
+          for (int64_t i = 0; i < d; ++i) embd_f16[v * d + i] = quant::fp32_to_fp16(row[i]);
+        }
+      }
+    }
+    // probs = softmax(prev * scale) (ggml_soft_max_f32: max-subtracted exp, the sum in double, times
+    // 1 / sum), rounded to f16 as ggml-cpu rounds the F16 matmul's other operand.
+    sc_probs.resize(static_cast<size_t>(m * V));
 #pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t i = 0; i < m; ++i) {
+      float* pr = &sc_probs[i * V];
+      float mx = -INFINITY;
+      for (int64_t v = 0; v < V; ++v) mx = std::max(mx, prev[i][v] * scale[i]);
+      double sum = 0;
       for (int64_t v = 0; v < V; ++v) {
-        model.dequantize_row(model.token_embd(), v, &embd_f16[v * d]);
-        for (int64_t i = 0; i < d; ++i)
-          embd_f16[v * d + i] = quant::fp16_to_fp32(quant::fp32_to_fp16(embd_f16[v * d + i]));
+        pr[v] = std::exp(prev[i][v] * scale[i] - mx);
+        sum += pr[v];
+      }
+      const auto inv = static_cast<float>(1.0 / sum);
+      for (int64_t v = 0; v < V; ++v) pr[v] = quant::fp16_to_fp32(quant::fp32_to_fp16(pr[v] * inv));
+    }
+    // soft = probs @ token_embd: per column block (a thread's own), every id in increasing order.
+    constexpr int64_t kCols = 256;
+    const int64_t n_blocks = (d + kCols - 1) / kCols;
+#pragma omp parallel num_threads(n_threads)
+    {
+      std::vector<float> e(kCols);
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        const int64_t c0 = b * kCols, nc = std::min(kCols, d - c0);
+        for (int64_t i = 0; i < m; ++i) std::fill_n(normed.row(i) + c0, nc, 0.0f);
+        for (int64_t v = 0; v < V; ++v) {
+          for (int64_t k = 0; k < nc; ++k) e[k] = quant::fp16_to_fp32(embd_f16[v * d + c0 + k]);
+          for (int64_t i = 0; i < m; ++i) {
+            const float pv = sc_probs[i * V + v];
+            if (pv == 0.0f) continue;
+            float* soft = normed.row(i) + c0;
+            for (int64_t k = 0; k < nc; ++k) soft[k] += pv * e[k];
+          }
+        }
       }
     }
     const std::vector<float>& pre_norm = model.self_cond().pre_norm;
-#pragma omp parallel num_threads(n_threads)
-    {
-      std::vector<float> probs(static_cast<size_t>(V));
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < m; ++i) {
-        // ggml_soft_max_f32: max-subtracted exp, the sum in double, times 1 / sum.
-        float mx = -INFINITY;
-        for (int64_t v = 0; v < V; ++v) mx = std::max(mx, prev[i][v] * scale[i]);
-        double sum = 0;
-        for (int64_t v = 0; v < V; ++v) {
-          probs[v] = std::exp(prev[i][v] * scale[i] - mx);
-          sum += probs[v];
-        }
-        const auto inv = static_cast<float>(1.0 / sum);
-        float* soft = normed.row(i);
-        std::fill_n(soft, d, 0.0f);
-        for (int64_t v = 0; v < V; ++v) {
-          const float pv = quant::fp16_to_fp32(quant::fp32_to_fp16(probs[v] * inv));
-          if (pv == 0.0f) continue;
-          const float* e = &embd_f16[v * d];
-          for (int64_t k = 0; k < d; ++k) soft[k] += pv * e[k];
-        }
-        for (int64_t k = 0; k < d; ++k) soft[k] *= c.embd_scale;
-        rk->rmsnorm(soft, pre_norm.data(), soft, d, c.rms_eps);
-        normed.prepare_row(*rk, i);
-      }
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t i = 0; i < m; ++i) {
+      float* soft = normed.row(i);
+      for (int64_t k = 0; k < d; ++k) soft[k] *= c.embd_scale;
+      rk->rmsnorm(soft, pre_norm.data(), soft, d, c.rms_eps);
+      normed.prepare_row(*rk, i);
     }
     const int64_t n_ff = c.n_ff;
     project_rows(Phase::kGemmGateUp, normed, m,
