@@ -92,8 +92,9 @@ struct CpuForward::Impl final : model::DeviceOps {
   /// multiplies the probabilities by an F16 copy (sc_embT, diffusion-gemma.cpp 693-753). Made on
   /// first use (26B-A4B: 1.5 GB).
   std::vector<uint16_t> embd_f16;
-  std::vector<float> sc_probs;  ///< self-conditioning rows x n_vocab: the f16-rounded probabilities
-  std::vector<float> ones;      ///< RMSNorm without a weight: max(d, head_dim) ones
+  std::vector<float> sc_probs;   ///< self-conditioning rows x n_vocab: the f16-rounded probabilities
+  std::vector<uint8_t> sc_used;  ///< per id: some row's probability is not 0
+  std::vector<float> ones;       ///< RMSNorm without a weight: max(d, head_dim) ones
   /// Wo's input per distinct attention width (n_head x the layer's head_dim): attn_in_of[il].
   std::vector<ProjectionInput> attn_ins;
   std::vector<size_t> attn_in_of;
@@ -405,6 +406,12 @@ struct CpuForward::Impl final : model::DeviceOps {
       const auto inv = static_cast<float>(1.0 / sum);
       for (int64_t v = 0; v < V; ++v) pr[v] = quant::fp16_to_fp32(quant::fp32_to_fp16(pr[v] * inv));
     }
+    // Ids whose probability rounds to 0 in every row add nothing (a trained model's softmax leaves
+    // most of a 262144-token vocabulary below f16's smallest value): skipped.
+    sc_used.assign(static_cast<size_t>(V), 0);
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t v = 0; v < V; ++v)
+      for (int64_t i = 0; i < m && !sc_used[v]; ++i) sc_used[v] = sc_probs[i * V + v] != 0.0f;
     // soft = probs @ token_embd: per column block (a thread's own), every id in increasing order.
     constexpr int64_t kCols = 256;
     const int64_t n_blocks = (d + kCols - 1) / kCols;
@@ -416,6 +423,7 @@ struct CpuForward::Impl final : model::DeviceOps {
         const int64_t c0 = b * kCols, nc = std::min(kCols, d - c0);
         for (int64_t i = 0; i < m; ++i) std::fill_n(normed.row(i) + c0, nc, 0.0f);
         for (int64_t v = 0; v < V; ++v) {
+          if (!sc_used[v]) continue;
           for (int64_t k = 0; k < nc; ++k) e[k] = quant::fp16_to_fp32(embd_f16[v * d + c0 + k]);
           for (int64_t i = 0; i < m; ++i) {
             const float pv = sc_probs[i * V + v];
