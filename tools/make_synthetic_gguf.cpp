@@ -15,15 +15,16 @@
 namespace {
 
 const char* kUsage =
-    "usage: make_synthetic_gguf --arch llada|dream|llada-moe|rnd1|llada2|bailingmoe2 --out PATH [--seed N]\n"
-    "                           [--layers N] [--tiny] [--dry-run]\n"
+    "usage: make_synthetic_gguf --arch llada|dream|llada-moe|rnd1|llada2|bailingmoe2|diffusion-gemma\n"
+    "                           --out PATH [--seed N] [--layers N] [--tiny] [--dry-run]\n"
     "  --arch     llada (LLaDA-8B shape), dream (Dream-7B), llada-moe (LLaDA-MoE-7B-A1B), rnd1\n"
     "             (RND1-Base-0910, 30B-A3B), llada2 (LLaDA2.0-mini, 16B-A1B), or bailingmoe2 (the same\n"
     "             tensors as llada2, byte for byte with the same seed, labelled for llama.cpp's\n"
-    "             autoregressive bailingmoe2 path)\n"
+    "             autoregressive bailingmoe2 path), or diffusion-gemma (DiffusionGemma 26B-A4B, llama.cpp\n"
+    "             PR #24423's layout; with --layers N < 30 the last layer is a global one)\n"
     "  --out      output GGUF path (replaced)\n"
     "  --seed     random seed (default 1); the same seed gives the same file\n"
-    "  --layers   number of layers (default: the real model's, 32 / 28 / 16 / 48 / 20); fewer gives a\n"
+    "  --layers   number of layers (default: the real model's, 32 / 28 / 16 / 48 / 20 / 30); fewer gives a\n"
     "             smaller file\n"
     "  --tiny     llada2 / bailingmoe2 only: the shape of ../shared/reference/tiny-llada2-q4km.gguf\n"
     "             (4 layers, hidden 256, 16 experts), with the full size's tokenizer (about 66 MB)\n"

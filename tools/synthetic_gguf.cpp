@@ -61,7 +61,20 @@ uint16_t f32_to_f16(float x) {
   return static_cast<uint16_t>(h);
 }
 
-constexpr size_t kQ4KBytes = 144, kQ6KBytes = 210;
+constexpr size_t kQ4KBytes = 144, kQ6KBytes = 210, kQ80Bytes = 34, kQ50Bytes = 22;
+
+/// One Q8_0 block (f16 d, 32 int8) or Q5_0 block (f16 d, qh[4], qs[16]): random quants, d of
+/// trained-weight size (rms ~0.03: Q8_0 q ~ 74 rms, Q5_0 ~ 9.2).
+void q8_0_or_q5_0_block(GgmlType type, uint64_t key, uint8_t* out) {
+  WyRand r{splitmix64(key)};
+  uint64_t words[5];
+  for (uint64_t& w : words) w = r.next();
+  const size_t bytes = type == GgmlType::Q8_0 ? kQ80Bytes : kQ50Bytes;
+  std::memcpy(out, words, bytes);
+  const double dv = type == GgmlType::Q8_0 ? 4e-4 * (1 + 0.25 * r.unit()) : 3.2e-3 * (1 + 0.25 * r.unit());
+  const uint16_t d = f32_to_f16(static_cast<float>(dv));
+  std::memcpy(out, &d, 2);
+}
 
 /// One Q4_K block (ggml block_q4_K: f16 d, f16 dmin, scales[12], qs[128]): random 6-bit
 /// scales/mins and 4-bit quants, d and dmin of trained-weight size.
@@ -94,7 +107,10 @@ void q6_k_block(uint64_t key, uint8_t* out) {
 
 /// Streams random blocks: bytes [offset, offset + n) of the tensor, block k from its own stream.
 gguf::TensorFill block_fill(GgmlType type, uint64_t tensor_key) {
-  const size_t bs = type == GgmlType::Q4_K ? kQ4KBytes : kQ6KBytes;
+  const size_t bs = type == GgmlType::Q4_K   ? kQ4KBytes
+                    : type == GgmlType::Q8_0 ? kQ80Bytes
+                    : type == GgmlType::Q5_0 ? kQ50Bytes
+                                             : kQ6KBytes;
   return [type, tensor_key, bs](uint8_t* dst, uint64_t offset, size_t n) {
     uint8_t block[kQ6KBytes];
     uint64_t k = offset / bs;
@@ -104,6 +120,8 @@ gguf::TensorFill block_fill(GgmlType type, uint64_t tensor_key) {
       const uint64_t key = tensor_key ^ (k * 0x9e3779b97f4a7c15ull);
       if (type == GgmlType::Q4_K) {
         q4_k_block(key, block);
+      } else if (type == GgmlType::Q8_0 || type == GgmlType::Q5_0) {
+        q8_0_or_q5_0_block(type, key, block);
       } else {
         q6_k_block(key, block);
       }
@@ -374,15 +392,185 @@ Spec spec_for(const std::string& arch, uint32_t layers, bool tiny) {
     s.n_expert_used = 8;
     s.n_ff_exp = 768;
     s.head_dim = 128;
+  } else if (arch == "diffusion-gemma") {
+    // DiffusionGemma 26B-A4B as llama.cpp PR #24423's converter writes it (../shared/notes/
+    // block-diffusion.md; tests/data/diffusion-gemma/README.md): 30 layers, hidden 2816, 16 heads,
+    // sliding layers 8 KV heads of 256 (window 1024, RoPE 1e4 over all 256 dims), global layers 5, 11,
+    // 17, 23, 29 with 2 KV heads of 512, no attn_v, RoPE 1e6 with rope_freqs (a quarter of the dims
+    // rotated), 128 experts of 704 with 8 used plus a dense MLP of 2112, vocabulary 262144, canvas 256.
+    s = Spec{arch,    "synthetic-diffusion-gemma-26b-a4b",
+             30,      2816,
+             16,      8,
+             2112,    262144,
+             262144,  1000000.0f,
+             1e-6f,   false,
+             "gemma4"};
+    s.n_expert = 128;
+    s.n_expert_used = 8;
+    s.n_ff_exp = 704;
+    s.head_dim = 512;
+    s.tied_output = true;
+    s.gemma = true;
   } else {
     throw UsageError("unknown --arch '" + arch +
-                     "' (supported: llada, dream, llada-moe, rnd1, llada2, bailingmoe2)");
+                     "' (supported: llada, dream, llada-moe, rnd1, llada2, bailingmoe2, diffusion-gemma)");
   }
   if (layers > 0) s.n_layer = layers;
   return s;
 }
 
+namespace {
+
+/// DiffusionGemma: global (full-attention) layers are every sixth, as in the 26B (5, 11, ..., 29); with
+/// fewer layers the last one is global too, so a short file has both kinds.
+bool gemma_global(uint32_t i, uint32_t n) {
+  return i % 6 == 5 || i + 1 == n;
+}
+
+/// llama-quantize's fallback for rows that are not whole 256-blocks (llama-quant.cpp: Q4_K -> Q5_0,
+/// Q6_K -> Q8_0): the real file's 2112- and 704-wide down projections.
+GgmlType fallback(GgmlType t) {
+  return t == GgmlType::Q6_K ? GgmlType::Q8_0 : GgmlType::Q5_0;
+}
+
+/// DiffusionGemma's tensors (PR #24423 src/models/diffusion-gemma.cpp load_arch_tensors), sorted by
+/// name within a layer; the type mix is llama-quantize's Q4_K_M as for the other MoE files, with the
+/// fallback above for rows of 2112 and 704.
+std::vector<TensorPlan> gemma_tensor_plan(const Spec& s) {
+  const int64_t embd = s.n_embd, ff = s.n_ff, vocab = s.n_vocab, E = s.n_expert, f = s.n_ff_exp;
+  const int64_t hd_swa = 256, kv_swa = 8, hd_full = s.head_dim, kv_full = 2;
+  std::vector<TensorPlan> plan;
+  plan.push_back({"output_norm.weight", GgmlType::F32, {embd}});
+  plan.push_back({"rope_freqs.weight", GgmlType::F32, {hd_full / 2}});
+  plan.push_back({"self_cond_down.weight", fallback(GgmlType::Q4_K), {ff, embd}});
+  plan.push_back({"self_cond_gate.weight", GgmlType::Q4_K, {embd, ff}});
+  plan.push_back({"self_cond_pre_norm.weight", GgmlType::F32, {embd}});
+  plan.push_back({"self_cond_up.weight", GgmlType::Q4_K, {embd, ff}});
+  plan.push_back({"token_embd.weight", GgmlType::Q6_K, {embd, vocab}});
+  for (uint32_t i = 0; i < s.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    const bool global = gemma_global(i, s.n_layer);
+    const int64_t hd = global ? hd_full : hd_swa, kv = (global ? kv_full : kv_swa) * hd, q = s.n_head * hd;
+    const GgmlType more = use_more_bits(i, s.n_layer) ? GgmlType::Q6_K : GgmlType::Q4_K;
+    plan.push_back({p + "attn_k.weight", GgmlType::Q4_K, {embd, kv}});
+    plan.push_back({p + "attn_k_norm.weight", GgmlType::F32, {hd}});
+    plan.push_back({p + "attn_norm.weight", GgmlType::F32, {embd}});
+    plan.push_back({p + "attn_output.weight", GgmlType::Q4_K, {q, embd}});
+    plan.push_back({p + "attn_q.weight", GgmlType::Q4_K, {embd, q}});
+    plan.push_back({p + "attn_q_norm.weight", GgmlType::F32, {hd}});
+    if (!global) plan.push_back({p + "attn_v.weight", more, {embd, kv}});
+    plan.push_back({p + "enc_layer_output_scale.weight", GgmlType::F32, {1}});
+    plan.push_back({p + "ffn_down.weight", fallback(more), {ff, embd}});
+    plan.push_back({p + "ffn_down_exps.scale", GgmlType::F32, {E}});
+    plan.push_back({p + "ffn_down_exps.weight", fallback(more), {f, embd, E}});
+    plan.push_back({p + "ffn_gate.weight", GgmlType::Q4_K, {embd, ff}});
+    plan.push_back({p + "ffn_gate_inp.scale", GgmlType::F32, {embd}});
+    plan.push_back({p + "ffn_gate_inp.weight", GgmlType::F32, {embd, E}});
+    plan.push_back({p + "ffn_gate_up_exps.weight", GgmlType::Q4_K, {embd, 2 * f, E}});
+    plan.push_back({p + "ffn_norm.weight", GgmlType::F32, {embd}});
+    plan.push_back({p + "ffn_up.weight", GgmlType::Q4_K, {embd, ff}});
+    plan.push_back({p + "layer_output_scale.weight", GgmlType::F32, {1}});
+    plan.push_back({p + "post_attention_norm.weight", GgmlType::F32, {embd}});
+    plan.push_back({p + "post_ffw_norm.weight", GgmlType::F32, {embd}});
+    plan.push_back({p + "post_ffw_norm_1.weight", GgmlType::F32, {embd}});
+    plan.push_back({p + "post_ffw_norm_2.weight", GgmlType::F32, {embd}});
+    plan.push_back({p + "pre_ffw_norm_2.weight", GgmlType::F32, {embd}});
+  }
+  return plan;
+}
+
+/// Gemma 4's tokenizer layout (gemma4 model: raw UTF-8 pieces, U+2581 for spaces, <0xXX> bytes): the
+/// special ids of the real vocabulary (0 <pad>, 1 <eos>, 2 <bos>, 3 <unk>, 4 <mask>, 5 <|turn>,
+/// 6 <turn|>, 7 <|channel>, 8 <channel|>), the 256 byte tokens, then placeholder pieces of ours.
+void add_gemma_vocab(gguf::GgufWriter& w, uint32_t n_vocab) {
+  std::vector<std::string> tokens = {"<pad>",   "<eos>",   "<bos>",      "<unk>",     "<mask>",
+                                     "<|turn>", "<turn|>", "<|channel>", "<channel|>"};
+  std::vector<int32_t> types(tokens.size(), kControl);
+  for (int b = 0; b < 256; ++b) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+    tokens.push_back(hex);
+    types.push_back(6);  // BYTE
+  }
+  for (uint32_t i = static_cast<uint32_t>(tokens.size()); i < n_vocab; ++i) {
+    tokens.push_back("\xE2\x96\x81t" + std::to_string(i));
+    types.push_back(kNormal);
+  }
+  w.add_string("tokenizer.ggml.model", "gemma4");
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  w.add_f32_array("tokenizer.ggml.scores", std::vector<float>(tokens.size(), -1000.0f));
+  w.add_i32_array("tokenizer.ggml.token_type", types);
+  w.add_string_array("tokenizer.ggml.merges", {});
+  w.add_u32("tokenizer.ggml.bos_token_id", 2);
+  w.add_u32("tokenizer.ggml.eos_token_id", 1);
+  w.add_u32("tokenizer.ggml.unknown_token_id", 3);
+  w.add_u32("tokenizer.ggml.padding_token_id", 0);
+  w.add_u32("tokenizer.ggml.mask_token_id", 4);
+  w.add_bool("tokenizer.ggml.add_bos_token", true);
+  w.add_bool("tokenizer.ggml.add_space_prefix", false);
+  w.add_string(
+      "tokenizer.chat_template",
+      "{{- bos_token -}}{%- for message in messages -%}{%- set role = 'model' if message['role'] == "
+      "'assistant' else message['role'] -%}{{- '<|turn>' + role + '\\n' + (message['content'] | trim) + "
+      "'<turn|>\\n' -}}{%- endfor -%}{%- if add_generation_prompt -%}{{- "
+      "'<|turn>model\\n<|channel>thought\\n<channel|>' -}}{%- endif -%}");
+}
+
+/// The keys PR #24423's converter writes (conversion/diffusion_gemma.py and Gemma4Model), in its order.
+void add_gemma_keys(gguf::GgufWriter& w, const Spec& s) {
+  const std::string a = s.arch + ".";
+  std::vector<int32_t> kv_heads;
+  std::vector<uint32_t> swa;
+  for (uint32_t i = 0; i < s.n_layer; ++i) {
+    kv_heads.push_back(gemma_global(i, s.n_layer) ? 2 : 8);
+    swa.push_back(gemma_global(i, s.n_layer) ? 0 : 1);
+  }
+  w.add_u32(a + "block_count", s.n_layer);
+  w.add_u32(a + "context_length", s.n_ctx);
+  w.add_u32(a + "embedding_length", s.n_embd);
+  w.add_u32(a + "feed_forward_length", s.n_ff);
+  w.add_u32(a + "attention.head_count", s.n_head);
+  w.add_i32_array(a + "attention.head_count_kv", kv_heads);
+  w.add_f32(a + "rope.freq_base", s.rope_freq_base);
+  w.add_f32(a + "rope.freq_base_swa", 10000.0f);
+  w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+  w.add_u32(a + "expert_count", s.n_expert);
+  w.add_u32(a + "expert_used_count", s.n_expert_used);
+  w.add_u32(a + "attention.key_length", s.head_dim);
+  w.add_u32(a + "attention.value_length", s.head_dim);
+  w.add_f32(a + "final_logit_softcapping", 30.0f);
+  w.add_u32(a + "attention.sliding_window", 1024);
+  w.add_u32(a + "attention.shared_kv_layers", 0);
+  w.add_u32(a + "embedding_length_per_layer_input", 0);
+  gguf::Value pattern;
+  pattern.type = gguf::ValueType::ARRAY;
+  pattern.elem_type = gguf::ValueType::BOOL;
+  for (const uint32_t b : swa) {
+    gguf::Value e;
+    e.type = gguf::ValueType::BOOL;
+    e.u = b;
+    pattern.items.push_back(e);
+  }
+  w.add_value(a + "attention.sliding_window_pattern", pattern);
+  w.add_u32(a + "attention.key_length_swa", 256);
+  w.add_u32(a + "attention.value_length_swa", 256);
+  w.add_u32(a + "expert_feed_forward_length", s.n_ff_exp);
+  w.add_u32(a + "rope.dimension_count", s.head_dim);
+  w.add_u32(a + "rope.dimension_count_swa", 256);
+  w.add_bool(a + "attention.causal", false);
+  w.add_u32("diffusion.canvas_length", 256);
+  w.add_u32("diffusion.eb_max_steps", 48);
+  w.add_f32("diffusion.eb_t_min", 0.4f);
+  w.add_f32("diffusion.eb_t_max", 0.8f);
+  w.add_f32("diffusion.eb_entropy_bound", 0.1f);
+  w.add_u32("diffusion.eb_stability_threshold", 1);
+  w.add_f32("diffusion.eb_confidence_threshold", 0.005f);
+}
+
+}  // namespace
+
 std::vector<TensorPlan> tensor_plan(const Spec& s) {
+  if (s.gemma) return gemma_tensor_plan(s);
   const int64_t embd = s.n_embd, ff = s.n_ff, vocab = s.n_vocab;
   const int64_t hd = s.head_dim ? s.head_dim : s.n_embd / s.n_head;
   const int64_t q = hd * s.n_head, kv = hd * s.n_head_kv;
@@ -463,91 +651,97 @@ void write_synthetic_gguf(const Spec& s, const std::string& path, uint64_t seed)
   w.add_string("general.architecture", s.arch);
   w.add_string("general.type", "model");
   w.add_string("general.name", s.name);
-  w.add_u32(a + "block_count", s.n_layer);
-  w.add_u32(a + "context_length", s.n_ctx);
-  w.add_u32(a + "embedding_length", s.n_embd);
-  w.add_u32(a + "feed_forward_length", s.n_ff);
-  w.add_u32(a + "attention.head_count", s.n_head);
-  w.add_u32(a + "attention.head_count_kv", s.n_head_kv);
-  w.add_f32(a + "rope.freq_base", s.rope_freq_base);
-  w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
-  // Ling 2.0's converter writes no attention.causal: llama.cpp runs bailingmoe2 causally, and PR #17454's
-  // llama-diffusion-cli turns causal attention off itself (llama_set_causal_attn) for llada2.
-  if (!s.ling2) w.add_bool(a + "attention.causal", false);
-  const bool llada_moe = s.arch == "llada-moe", rnd1 = s.arch == "rnd1";
-  if (s.n_expert > 0) {
-    // The keys llama.cpp's converters write (the MoE files in ../shared/reference have the same).
-    w.add_u32(a + "expert_count", s.n_expert);
-    w.add_u32(a + "expert_used_count", s.n_expert_used);
-    w.add_u32(a + "expert_feed_forward_length", s.n_ff_exp);
+  if (s.gemma) {
+    add_gemma_keys(w, s);
+    add_gemma_vocab(w, s.n_vocab);
   }
-  if (s.head_dim) {
-    w.add_u32(a + "attention.key_length", s.head_dim);
-    w.add_u32(a + "attention.value_length", s.head_dim);
-  }
-  if (llada || llada_moe) {
-    if (llada) w.add_u32(a + "vocab_size", s.n_vocab);
-    w.add_u32(a + "rope.dimension_count", s.n_embd / s.n_head);
-    w.add_bool("diffusion.shift_logits", false);
-  }
-  if (s.ling2) {
-    // The keys llama.cpp's BailingMoeV2Model converter writes and its bailingmoe2 / llada2 loader reads
-    // (src/llama-model.cpp load_hparams: leading_dense_block_count, expert_shared_*, expert_weights_*,
-    // expert_gating_func; the generic expert_group_count / expert_group_used_count, rope.dimension_count,
-    // vocab_size). LLaDA2MoeModel adds diffusion.shift_logits = false; bailingmoe2 has no diffusion key.
-    w.add_u32(a + "rope.dimension_count", s.n_rot);
-    w.add_string(a + "rope.scaling.type", "none");
-    w.add_u32(a + "leading_dense_block_count", s.n_layer_dense_lead);
-    w.add_u32(a + "vocab_size", s.n_vocab);
-    w.add_u32(a + "expert_group_count", s.n_expert_group);
-    w.add_u32(a + "expert_group_used_count", s.n_expert_group_used);
-    w.add_u32(a + "expert_shared_feed_forward_length", s.n_ff_shexp);
-    w.add_u32(a + "expert_shared_count", s.n_expert_shared);
-    w.add_f32(a + "expert_weights_scale", s.expert_weights_scale);
-    w.add_bool(a + "expert_weights_norm", s.expert_weights_norm);
-    w.add_u32(a + "expert_gating_func", s.expert_gating_func);
-    if (s.arch == "llada2") w.add_bool("diffusion.shift_logits", false);
-  }
-  // Ling 2.0 (llada2, bailingmoe2) has LLaDA-MoE's tokenizer.
-  const Vocab v = llada                  ? make_vocab(126080, s.n_vocab, llada_specials())
-                  : llada_moe || s.ling2 ? make_vocab(156891, s.n_vocab, llada_moe_specials())
-                  : rnd1                 ? make_vocab(151643, s.n_vocab, rnd1_specials())
-                                         : make_vocab(151643, s.n_vocab, dream_specials());
-  w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string("tokenizer.ggml.pre", s.tokenizer_pre);
-  w.add_string_array("tokenizer.ggml.tokens", v.tokens);
-  w.add_i32_array("tokenizer.ggml.token_type", v.types);
-  w.add_string_array("tokenizer.ggml.merges", v.merges);
-  if (llada) {
-    w.add_u32("tokenizer.ggml.bos_token_id", 126080);
-    w.add_u32("tokenizer.ggml.eos_token_id", 126081);
-    w.add_u32("tokenizer.ggml.padding_token_id", 126081);
-    w.add_u32("tokenizer.ggml.mask_token_id", 126336);
-    w.add_u32("tokenizer.ggml.eot_token_id", 126348);
-    w.add_bool("tokenizer.ggml.add_bos_token", true);
-    w.add_bool("tokenizer.ggml.add_eos_token", false);
-    w.add_string("tokenizer.chat_template", kLladaTemplate);
-  } else if (llada_moe || s.ling2) {
-    w.add_u32("tokenizer.ggml.bos_token_id", 156891);
-    w.add_u32("tokenizer.ggml.eos_token_id", 156892);
-    w.add_u32("tokenizer.ggml.padding_token_id", 156892);
-    w.add_u32("tokenizer.ggml.mask_token_id", 156895);
-    w.add_bool("tokenizer.ggml.add_bos_token", false);
-    w.add_string("tokenizer.chat_template", kLladaMoeTemplate);
-  } else if (rnd1) {
-    // A base model: no chat template.
-    w.add_u32("tokenizer.ggml.bos_token_id", 151643);
-    w.add_u32("tokenizer.ggml.eos_token_id", 151645);
-    w.add_u32("tokenizer.ggml.padding_token_id", 151643);
-    w.add_u32("tokenizer.ggml.mask_token_id", 151669);
-    w.add_bool("tokenizer.ggml.add_bos_token", false);
-  } else {
-    w.add_u32("tokenizer.ggml.bos_token_id", 151643);
-    w.add_u32("tokenizer.ggml.eos_token_id", 151643);
-    w.add_u32("tokenizer.ggml.padding_token_id", 151643);
-    w.add_u32("tokenizer.ggml.mask_token_id", 151666);
-    w.add_bool("tokenizer.ggml.add_bos_token", false);
-    w.add_string("tokenizer.chat_template", kDreamTemplate);
+  if (!s.gemma) {
+    w.add_u32(a + "block_count", s.n_layer);
+    w.add_u32(a + "context_length", s.n_ctx);
+    w.add_u32(a + "embedding_length", s.n_embd);
+    w.add_u32(a + "feed_forward_length", s.n_ff);
+    w.add_u32(a + "attention.head_count", s.n_head);
+    w.add_u32(a + "attention.head_count_kv", s.n_head_kv);
+    w.add_f32(a + "rope.freq_base", s.rope_freq_base);
+    w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+    // Ling 2.0's converter writes no attention.causal: llama.cpp runs bailingmoe2 causally, and PR #17454's
+    // llama-diffusion-cli turns causal attention off itself (llama_set_causal_attn) for llada2.
+    if (!s.ling2) w.add_bool(a + "attention.causal", false);
+    const bool llada_moe = s.arch == "llada-moe", rnd1 = s.arch == "rnd1";
+    if (s.n_expert > 0) {
+      // The keys llama.cpp's converters write (the MoE files in ../shared/reference have the same).
+      w.add_u32(a + "expert_count", s.n_expert);
+      w.add_u32(a + "expert_used_count", s.n_expert_used);
+      w.add_u32(a + "expert_feed_forward_length", s.n_ff_exp);
+    }
+    if (s.head_dim) {
+      w.add_u32(a + "attention.key_length", s.head_dim);
+      w.add_u32(a + "attention.value_length", s.head_dim);
+    }
+    if (llada || llada_moe) {
+      if (llada) w.add_u32(a + "vocab_size", s.n_vocab);
+      w.add_u32(a + "rope.dimension_count", s.n_embd / s.n_head);
+      w.add_bool("diffusion.shift_logits", false);
+    }
+    if (s.ling2) {
+      // The keys llama.cpp's BailingMoeV2Model converter writes and its bailingmoe2 / llada2 loader reads
+      // (src/llama-model.cpp load_hparams: leading_dense_block_count, expert_shared_*, expert_weights_*,
+      // expert_gating_func; the generic expert_group_count / expert_group_used_count, rope.dimension_count,
+      // vocab_size). LLaDA2MoeModel adds diffusion.shift_logits = false; bailingmoe2 has no diffusion key.
+      w.add_u32(a + "rope.dimension_count", s.n_rot);
+      w.add_string(a + "rope.scaling.type", "none");
+      w.add_u32(a + "leading_dense_block_count", s.n_layer_dense_lead);
+      w.add_u32(a + "vocab_size", s.n_vocab);
+      w.add_u32(a + "expert_group_count", s.n_expert_group);
+      w.add_u32(a + "expert_group_used_count", s.n_expert_group_used);
+      w.add_u32(a + "expert_shared_feed_forward_length", s.n_ff_shexp);
+      w.add_u32(a + "expert_shared_count", s.n_expert_shared);
+      w.add_f32(a + "expert_weights_scale", s.expert_weights_scale);
+      w.add_bool(a + "expert_weights_norm", s.expert_weights_norm);
+      w.add_u32(a + "expert_gating_func", s.expert_gating_func);
+      if (s.arch == "llada2") w.add_bool("diffusion.shift_logits", false);
+    }
+    // Ling 2.0 (llada2, bailingmoe2) has LLaDA-MoE's tokenizer.
+    const Vocab v = llada                  ? make_vocab(126080, s.n_vocab, llada_specials())
+                    : llada_moe || s.ling2 ? make_vocab(156891, s.n_vocab, llada_moe_specials())
+                    : rnd1                 ? make_vocab(151643, s.n_vocab, rnd1_specials())
+                                           : make_vocab(151643, s.n_vocab, dream_specials());
+    w.add_string("tokenizer.ggml.model", "gpt2");
+    w.add_string("tokenizer.ggml.pre", s.tokenizer_pre);
+    w.add_string_array("tokenizer.ggml.tokens", v.tokens);
+    w.add_i32_array("tokenizer.ggml.token_type", v.types);
+    w.add_string_array("tokenizer.ggml.merges", v.merges);
+    if (llada) {
+      w.add_u32("tokenizer.ggml.bos_token_id", 126080);
+      w.add_u32("tokenizer.ggml.eos_token_id", 126081);
+      w.add_u32("tokenizer.ggml.padding_token_id", 126081);
+      w.add_u32("tokenizer.ggml.mask_token_id", 126336);
+      w.add_u32("tokenizer.ggml.eot_token_id", 126348);
+      w.add_bool("tokenizer.ggml.add_bos_token", true);
+      w.add_bool("tokenizer.ggml.add_eos_token", false);
+      w.add_string("tokenizer.chat_template", kLladaTemplate);
+    } else if (llada_moe || s.ling2) {
+      w.add_u32("tokenizer.ggml.bos_token_id", 156891);
+      w.add_u32("tokenizer.ggml.eos_token_id", 156892);
+      w.add_u32("tokenizer.ggml.padding_token_id", 156892);
+      w.add_u32("tokenizer.ggml.mask_token_id", 156895);
+      w.add_bool("tokenizer.ggml.add_bos_token", false);
+      w.add_string("tokenizer.chat_template", kLladaMoeTemplate);
+    } else if (rnd1) {
+      // A base model: no chat template.
+      w.add_u32("tokenizer.ggml.bos_token_id", 151643);
+      w.add_u32("tokenizer.ggml.eos_token_id", 151645);
+      w.add_u32("tokenizer.ggml.padding_token_id", 151643);
+      w.add_u32("tokenizer.ggml.mask_token_id", 151669);
+      w.add_bool("tokenizer.ggml.add_bos_token", false);
+    } else {
+      w.add_u32("tokenizer.ggml.bos_token_id", 151643);
+      w.add_u32("tokenizer.ggml.eos_token_id", 151643);
+      w.add_u32("tokenizer.ggml.padding_token_id", 151643);
+      w.add_u32("tokenizer.ggml.mask_token_id", 151666);
+      w.add_bool("tokenizer.ggml.add_bos_token", false);
+      w.add_string("tokenizer.chat_template", kDreamTemplate);
+    }
   }
   w.add_u32("general.quantization_version", 2);
   w.add_u32("general.file_type", 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
@@ -557,7 +751,9 @@ void write_synthetic_gguf(const Spec& s, const std::string& path, uint64_t seed)
     if (t.type == GgmlType::F32) {
       size_t n = 1;
       for (const int64_t d : t.ne) n *= static_cast<size_t>(d);
-      std::vector<float> data(n, 1.0f);  // norm weights
+      std::vector<float> data(n, 1.0f);   // norm weights, ffn_down_exps.scale, the output scalars
+      if (t.name == "rope_freqs.weight")  // a quarter of the pairs rotated (the converter's 1.0 / 1e30)
+        for (size_t k = 0; k < n; ++k) data[k] = k < n / 4 ? 1.0f : 1e30f;
       if (t.name.find(".bias") != std::string::npos) {
         WyRand r{key};
         for (float& x : data) x = static_cast<float>(0.04 * r.unit() - 0.02);

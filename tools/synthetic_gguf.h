@@ -48,10 +48,14 @@ struct Spec {
   uint32_t expert_gating_func = 0;    ///< {arch}.expert_gating_func (2: sigmoid)
   bool expert_weights_norm = false;   ///< {arch}.expert_weights_norm
   float expert_weights_scale = 0.0f;  ///< {arch}.expert_weights_scale
+  /// DiffusionGemma (llama.cpp PR #24423's layout, synthetic_gguf.cpp gemma_tensor_plan): sliding and
+  /// global layers, dense MLP plus routed experts, self-conditioning, the gemma4 tokenizer.
+  bool gemma = false;
 };
 
 /// The full-size spec of `arch` ("llada": LLaDA-8B, "dream": Dream-7B, "llada-moe": LLaDA-MoE-7B-A1B,
-/// "rnd1": RND1-Base-0910, "llada2": LLaDA2.0-mini, "bailingmoe2": the same model labelled for llama.cpp's
+/// "rnd1": RND1-Base-0910, "llada2": LLaDA2.0-mini, "diffusion-gemma": DiffusionGemma 26B-A4B,
+/// "bailingmoe2": the same model labelled for llama.cpp's
 /// autoregressive bailingmoe2 path); n_layer overridden when layers > 0. `tiny` (llada2 and bailingmoe2
 /// only) gives the shape of ../shared/reference/tiny-llada2-q4km.gguf instead, with the full size's Ling
 /// tokenizer. Throws dllm::UsageError for another arch, or for tiny with another arch.

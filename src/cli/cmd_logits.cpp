@@ -18,7 +18,9 @@
 #include "cli/util.h"
 #include "engine/backend.h"
 #include "forward/mask.h"
+#include "model/arch.h"
 #include "model/config.h"
+#include "model/model.h"
 
 namespace dllm::cli {
 
@@ -32,6 +34,9 @@ struct LogitsOptions {
   std::string out;                      ///< --out FILE
   std::string rows;                     ///< --rows "0 5 7" (default: every position)
   std::optional<int64_t> block_length;  ///< --block-length B: block-diffusion models' block-causal mask
+  int64_t prompt_len = -1;  ///< --prompt-len P: causal prompt + bidirectional canvas; -1: the default
+  std::string self_cond;    ///< --self-cond FILE: previous canvas logits (f32), DiffusionGemma
+  float self_cond_scale = 1.0f;
   bool verbose = false;
 };
 
@@ -77,11 +82,25 @@ int run_logits(const LogitsOptions& o) {
     throw UsageError(std::to_string(n) + " tokens given, longer than the model's context of " +
                      std::to_string(n_ctx) + " tokens: pass at most " + std::to_string(n_ctx));
   }
-  // Block-diffusion models attend block-causally (forward/mask.h), blocks counted from position 0:
-  // the model's block length unless --block-length says otherwise (1: causal). Others see every key.
+  const int64_t n_vocab_embd = m.model->n_vocab_embd();
+  for (int64_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab_embd) {
+      throw UsageError("token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
+                       " is outside the model's vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
+    }
+  }
+  // The mask. Block-diffusion models (llada2) attend block-causally (forward/mask.h), blocks counted
+  // from position 0: the model's block length unless --block-length says otherwise (1: causal).
+  // --prompt-len P makes the first P tokens a causal prompt and the rest one bidirectional canvas that
+  // sees it (DiffusionGemma's rule; P = n is causal throughout). Default otherwise: causal for an
+  // autoregressive model (gemma4), full attention for the diffusion models (diffusion-gemma: every row
+  // is canvas, as llama.cpp's graph with no prompt).
   const model::ModelConfig& cfg = m.model->config();
   forward::MaskRule mask = forward::MaskRule::full();
   if (cfg.block_length > 0) {
+    if (o.prompt_len >= 0)
+      throw UsageError("--prompt-len applies to DiffusionGemma; " + cfg.arch_name +
+                       " is block-causal: use --block-length");
     const int64_t b = o.block_length.value_or(cfg.block_length);
     if (b < 1)
       throw UsageError("--block-length must be at least 1 (got " + std::to_string(b) + "); 1 is causal");
@@ -89,13 +108,26 @@ int run_logits(const LogitsOptions& o) {
   } else if (o.block_length) {
     throw UsageError("--block-length applies to block-diffusion models (llada2); " + cfg.arch_name +
                      " attends to every position");
+  } else if (o.prompt_len >= 0) {
+    if (o.prompt_len > n)
+      throw UsageError("--prompt-len " + std::to_string(o.prompt_len) + " is longer than the " +
+                       std::to_string(n) + " tokens given");
+    mask = forward::MaskRule::causal_prompt(o.prompt_len);
+  } else if (cfg.arch->causal_lm) {
+    mask = forward::MaskRule::causal();
   }
-  const int64_t n_vocab_embd = m.model->n_vocab_embd();
-  for (int64_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= n_vocab_embd) {
-      throw UsageError("token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
-                       " is outside the model's vocabulary [0, " + std::to_string(n_vocab_embd) + ")");
-    }
+  std::vector<float> self_cond;
+  if (!o.self_cond.empty()) {
+    if (o.prompt_len < 0)
+      throw UsageError("--self-cond needs --prompt-len (the canvas rows follow the prompt)");
+    if (!m.model->config().self_conditioning)
+      throw UsageError("--self-cond: this model has no self-conditioning tensors (self_cond_*)");
+    self_cond = read_f32_file(o.self_cond, "--self-cond");
+    const int64_t want = (n - o.prompt_len) * m.model->config().n_vocab;
+    if (static_cast<int64_t>(self_cond.size()) != want)
+      throw UsageError("--self-cond: " + o.self_cond + " holds " + std::to_string(self_cond.size()) +
+                       " floats, expected the canvas rows (" + std::to_string(n - o.prompt_len) +
+                       ") x n_vocab (" + std::to_string(m.model->config().n_vocab) + ")");
   }
   engine::BackendOptions bo;
   bo.device = resolve_device(o.compute);
@@ -112,9 +144,11 @@ int run_logits(const LogitsOptions& o) {
   Stopwatch fwd_watch;
   forward::Segment seg;
   seg.tokens = tokens;
-  seg.mask = mask;
   seg.logit_rows = rows;
   seg.logits = logits.data();
+  seg.mask = mask;
+  seg.self_cond = self_cond;
+  seg.self_cond_scale = o.self_cond_scale;
   backend->forward({&seg, 1});
   const double forward_ms = fwd_watch.elapsed_ms();
 
@@ -146,6 +180,16 @@ Command add_logits_command(CLI::App& root) {
   sub->add_option("--block-length", o->block_length,
                   "Block-diffusion models (llada2): the block-causal mask's block length, blocks counted "
                   "from position 0 (default: the model's, 32; 1 is causal)");
+  sub->add_option("--prompt-len", o->prompt_len,
+                  "The first P tokens are a causal prompt, the rest a bidirectional canvas that sees it "
+                  "(DiffusionGemma); default: causal for gemma4, full attention otherwise")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--self-cond", o->self_cond,
+                  "DiffusionGemma: the previous step's canvas logits (f32 [canvas rows][n_vocab]) as "
+                  "self-conditioning input");
+  sub->add_option("--self-cond-scale", o->self_cond_scale,
+                  "Multiplies --self-cond's logits before the softmax (1 / the previous temperature)")
+      ->check(CLI::PositiveNumber);
   add_compute_flags(*sub, o->compute);
   sub->add_flag("-v,--verbose", o->verbose, "Print model, timings and peak memory to stderr");
   return {sub, [o]() { return run_logits(*o); }};

@@ -11,8 +11,9 @@ namespace dllm::cli {
 Command add_run_command(CLI::App& root) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = root.add_subcommand(
-      "run", "Generate an answer to a prompt with a LLaDA, Dream, LLaDA-MoE, RND1 or LLaDA2 GGUF model");
+  CLI::App* sub = root.add_subcommand("run",
+                                      "Generate an answer to a prompt with a LLaDA, Dream, LLaDA-MoE, RND1, "
+                                      "LLaDA2 or DiffusionGemma GGUF model");
   add_model_flags(*sub, o->model);
   add_prompt_flags(*sub, *o);
   sub->add_option("-n,--max-tokens", o->max_tokens,
@@ -77,6 +78,22 @@ Command add_run_command(CLI::App& root) {
          "approximate; default none); llada2: exact (the default: finished blocks' K/V kept) or none "
          "(recompute the prefix every step, the same tokens)")
       ->check(CLI::IsMember({"none", "prefix", "dual", "exact"}));
+  sub->add_option("--eb-t-min", o->eb_t_min,
+                  "DiffusionGemma: the last step's temperature (default: the file's diffusion.eb_t_min)")
+      ->check(real_number(0, kInf, true));
+  sub->add_option("--eb-t-max", o->eb_t_max,
+                  "DiffusionGemma: the first step's temperature (default: the file's diffusion.eb_t_max)")
+      ->check(real_number(0, kInf, true));
+  sub->add_option("--eb-entropy-bound", o->eb_entropy_bound,
+                  "DiffusionGemma: a step keeps the lowest-entropy positions while their summed entropy "
+                  "stays within this (default: the file's diffusion.eb_entropy_bound)")
+      ->check(real_number(0, kInf));
+  sub->add_option("--eb-stability", o->eb_stability,
+                  "DiffusionGemma: steps the argmax must stay unchanged to stop early (default: the file's)")
+      ->check(whole_number(0));
+  sub->add_option("--eb-confidence", o->eb_confidence,
+                  "DiffusionGemma: stop early once the mean entropy is below this (default: the file's)")
+      ->check(real_number(0, kInf));
   sub->add_flag("--no-chat", o->no_chat, "Feed the prompt as raw text, without the chat template");
   sub->add_flag("--no-special", o->no_special, "Treat control-token text in the prompt as plain text");
   sub->add_flag("--no-early-stop", o->no_early_stop, "Run every step even when the answer is already final");

@@ -41,6 +41,12 @@ struct RunOptions {
   bool json = false;           ///< --json: one JSON object on stdout
   bool verbose = false;        ///< --verbose: diagnostics on stderr
   std::string trace;           ///< --trace FILE: per-step JSON lines
+  // DiffusionGemma's entropy-bound sampler (defaults: the file's diffusion.eb_*); --steps is its
+  // eb_max_steps.
+  double eb_t_min = 0, eb_t_max = 0;  ///< --eb-t-min, --eb-t-max
+  double eb_entropy_bound = 0;        ///< --eb-entropy-bound
+  int64_t eb_stability = 0;           ///< --eb-stability
+  double eb_confidence = 0;           ///< --eb-confidence
   /// Long names of the flags given explicitly ("--alg", "--block-length", ...): per-architecture
   /// defaults apply only to the others, and flags of the other architecture draw a warning.
   std::set<std::string> given;

@@ -22,12 +22,14 @@
 #include "cli/util.h"
 #include "cli/vocab_checks.h"
 #include "cpu/forward.h"
+#include "diffusion/entropy_bound.h"
 #include "diffusion/sampler.h"
 #include "diffusion/trace.h"
 #include "engine/backend.h"
 #include "engine/prompt_notes.h"
 #include "engine/prompt_rule.h"
 #include "engine/sampler_options.h"
+#include "model/arch.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -214,6 +216,94 @@ std::string quant_mix(const model::Model& m) {
 
 }  // namespace
 
+/// DiffusionGemma: the entropy-bound sampler (diffusion/entropy_bound.h) with the file's diffusion.eb_*
+/// defaults, each overridden by its flag; every finished block's answer is printed as it ends.
+int run_entropy_bound(const RunOptions& o, const model::ModelConfig& cfg, const tokenizer::Tokenizer& tok,
+                      forward::Forward& source, RunReport& report, Stopwatch& total, int64_t n_prompt) {
+  diffusion::EntropyBoundParams p;
+  p.canvas_length = cfg.canvas_length;
+  p.max_tokens = o.max_tokens;
+  p.max_steps = o.was_given("--steps") ? o.steps : cfg.eb.max_steps;
+  p.t_min = o.was_given("--eb-t-min") ? static_cast<float>(o.eb_t_min) : cfg.eb.t_min;
+  p.t_max = o.was_given("--eb-t-max") ? static_cast<float>(o.eb_t_max) : cfg.eb.t_max;
+  p.entropy_bound =
+      o.was_given("--eb-entropy-bound") ? static_cast<float>(o.eb_entropy_bound) : cfg.eb.entropy_bound;
+  p.stability = o.was_given("--eb-stability") ? o.eb_stability : cfg.eb.stability;
+  p.confidence = o.was_given("--eb-confidence") ? static_cast<float>(o.eb_confidence) : cfg.eb.confidence;
+  p.seed = static_cast<uint32_t>(o.seed);  // std::mt19937's seed, as the PR's --seed
+  p.end_ids = tok.eog_ids();
+  char desc[256];
+  std::snprintf(
+      desc, sizeof desc,
+      "entropy-bound, canvas %lld, %lld block(s), steps %lld, t %g -> %g, entropy bound %g, stability %lld, "
+      "confidence %g",
+      static_cast<long long>(p.canvas_length), static_cast<long long>(p.max_tokens / p.canvas_length),
+      static_cast<long long>(p.max_steps), p.t_max, p.t_min, p.entropy_bound,
+      static_cast<long long>(p.stability), p.confidence);
+  report.sampler = desc;
+  if (o.verbose)
+    std::fprintf(stderr, "model: %s\nprompt: %lld tokens\nsampler: %s, seed %u\n", report.model_path.c_str(),
+                 static_cast<long long>(n_prompt), desc, p.seed);
+  const bool stream = !o.json;
+  tokenizer::StreamDecoder printer(tok);
+  std::string text;
+  auto emit = [&](const std::string& piece) {
+    text += piece;
+    if (stream && !piece.empty()) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+  };
+  Stopwatch gen_watch;
+  diffusion::EntropyBoundSequence seq(
+      report.prompt_tokens, p, source.n_vocab(), tok.n_tokens(), [&](const diffusion::EbStepInfo& s) {
+        if (o.verbose)
+          std::fprintf(stderr, "block %lld step %lld: t %.3f, mean entropy %.4f%s\n",
+                       static_cast<long long>(s.block), static_cast<long long>(s.step), s.t, s.mean_entropy,
+                       s.stop ? ", stop" : "");
+      });
+  size_t printed = 0;
+  while (!seq.done()) {
+    Stopwatch step_watch;
+    source.forward(seq.next());
+    const double fwd_ms = step_watch.elapsed_ms();
+    const int64_t before = seq.steps_run();
+    seq.accept();
+    if (seq.steps_run() > before) {
+      report.forward_ms.push_back(fwd_ms);
+      report.step_ms.push_back(step_watch.elapsed_ms());
+    }
+    const auto& answer = seq.result().answer;  // grows when a block ends: final from then on
+    for (; printed < answer.size(); ++printed) emit(printer.push(answer[printed]));
+  }
+  report.generate_ms = gen_watch.elapsed_ms();
+  emit(printer.flush());
+  if (stream) {
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
+  const diffusion::EbResult& r = seq.result();
+  report.text = text;
+  report.answer = r.answer;
+  for (const auto& b : r.argmax) report.generated.insert(report.generated.end(), b.begin(), b.end());
+  report.steps_run = seq.steps_run();
+  report.steps_planned = p.max_steps * static_cast<int64_t>(r.argmax.size());
+  report.stopped_early = report.steps_run < report.steps_planned;
+  report.ended_with_end_token = !r.cut.empty() && r.cut.back() < p.canvas_length &&
+                                r.cut.back() < static_cast<int64_t>(r.argmax.back().size()) &&
+                                tok.is_eog(r.argmax.back()[static_cast<size_t>(r.cut.back())]);
+  report.peak_rss_bytes = peak_rss_bytes();
+  report.total_ms = total.elapsed_ms();
+  if (o.verbose) print_verbose_summary(report);
+  if (o.json) {
+    const std::string j = report_json(report);
+    std::fwrite(j.data(), 1, j.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int run_generate(RunOptions& o) {
   Stopwatch total;
   RunReport report;
@@ -245,6 +335,18 @@ int run_generate(RunOptions& o) {
   report.prompt_tokens = tokenizer::prompt_tokens(tok, chat);
   report.tokenize_ms = tok_watch.elapsed_ms();
   const int64_t n_prompt = static_cast<int64_t>(report.prompt_tokens.size());
+  if (cfg.arch->causal_lm)
+    throw Error(cfg.arch_name +
+                " is an autoregressive model: dllm computes its logits (dllm logits) as a check "
+                "of a diffusion model's backbone, and does not generate text with it");
+  if (cfg.canvas_length > 0) {
+    // DiffusionGemma answers in blocks of its canvas: one block unless --max-tokens asks for more
+    // (llama-diffusion-cli: ceil(-n / canvas) blocks).
+    const int64_t C = cfg.canvas_length;
+    if (!o.was_given("--max-tokens")) o.max_tokens = C;
+    o.max_tokens = (o.max_tokens + C - 1) / C * C;
+    report.max_tokens = o.max_tokens;
+  }
   if (cfg.n_ctx_train > 0)
     engine::check_canvas_fits(n_prompt, o.max_tokens, cfg.n_ctx_train, "the model's context", "--max-tokens");
 
@@ -272,6 +374,15 @@ int run_generate(RunOptions& o) {
     std::fprintf(stderr, "(--device auto chose the CPU: %s)\n", why_cpu.c_str());
 
   forward::Forward& source = *backend;
+  if (cfg.canvas_length > 0) {
+    for (const char* flag :
+         {"--block-length", "--temperature", "--remasking", "--alg", "--alg-temp", "--top-p", "--top-k",
+          "--threshold", "--cfg-scale", "--cache", "--no-early-stop", "--trace"})
+      if (o.was_given(flag))
+        warn(report, std::string(flag) + " does not apply to the entropy-bound sampler of " + cfg.arch_name +
+                         "; ignored");
+    return run_entropy_bound(o, cfg, tok, source, report, total, n_prompt);
+  }
   diffusion::SamplerParams params = sampler_params(o, cfg, tok, backend->n_vocab(), report);
   report.sampler = describe_sampler(params, o.max_tokens);
   for (const std::string& w : diffusion::check_params(params, n_prompt, backend->n_vocab())) warn(report, w);

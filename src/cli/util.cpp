@@ -156,6 +156,20 @@ std::vector<int32_t> read_ids_file(const std::string& path) {
   return ids;
 }
 
+std::vector<float> read_f32_file(const std::string& path, const std::string& flag) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    throw Error("cannot read " + path + " (" + std::strerror(errno) + "): check the path given to " + flag);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.size() % 4 != 0) {
+    throw Error(flag + ": " + path + " has " + std::to_string(bytes.size()) +
+                " bytes, not a multiple of 4 (f32 little-endian values)");
+  }
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
 std::string join_ids(const std::vector<int32_t>& ids) {
   std::string out;
   for (size_t k = 0; k < ids.size(); ++k) {

@@ -52,6 +52,10 @@ std::vector<int32_t> parse_ids(std::string_view text, std::string_view what,
 /// anything else is text parsed as in parse_ids. Throws dllm::Error naming the path when unreadable.
 std::vector<int32_t> read_ids_file(const std::string& path);
 
+/// Reads a file of f32 little-endian values (no header). Throws dllm::Error naming the path and `flag`
+/// when it cannot be read or its size is not a multiple of 4.
+std::vector<float> read_f32_file(const std::string& path, const std::string& flag);
+
 /// Ids joined by single spaces.
 std::string join_ids(const std::vector<int32_t>& ids);
 

@@ -30,6 +30,7 @@
 
 #include "base/error.h"
 #include "cpu/forward_profile.h"
+#include "cpu/geglu_moe.h"
 #include "cpu/kernels/row_kernels.h"
 #include "cpu/moe.h"
 #include "cpu/ops.h"
@@ -37,6 +38,7 @@
 #include "model/driver.h"
 #include "model/forward_plan.h"
 #include "model/model.h"
+#include "quant/quant.h"
 
 namespace dllm::cpu {
 
@@ -79,9 +81,30 @@ struct CpuForward::Impl final : model::DeviceOps {
   struct LayerMatrices {
     std::unique_ptr<Matrix> q, k, v, o, gate, up, down;
   };
-  std::vector<LayerMatrices> layers;  ///< gate / up / down null in a kMoe layer
+  std::vector<LayerMatrices> layers;  ///< gate / up / down null in a kMoe layer; v null when K is V
   std::vector<MoeExperts> experts;    ///< per layer, empty in a kDense layer
   std::unique_ptr<MoeFfn> moe;        ///< the routed FFN and its scratch, when a layer is kMoe
+  // Gemma-4 (LayerDesc::gemma, FfnKind::kGegluDenseMoe).
+  std::vector<GegluExperts> geglu_experts;  ///< per layer, empty in the other layers
+  std::unique_ptr<GegluMoe> geglu_moe;
+  std::unique_ptr<Matrix> sc_gate, sc_up, sc_down;  ///< DiffusionGemma's self-conditioning MLP
+  /// token_embd decoded to f16 bits (n_vocab x d), for the self-conditioning input: llama.cpp
+  /// multiplies the probabilities by an F16 copy (sc_embT, diffusion-gemma.cpp 693-753). Made on
+  /// first use (26B-A4B: 1.5 GB).
+  std::vector<uint16_t> embd_f16;
+  std::vector<float> sc_probs;   ///< self-conditioning rows x n_vocab: the f16-rounded probabilities
+  std::vector<uint8_t> sc_used;  ///< per id: some row's probability is not 0
+  std::vector<float> ones;       ///< RMSNorm without a weight: max(d, head_dim) ones
+  /// Wo's input per distinct attention width (n_head x the layer's head_dim): attn_in_of[il].
+  std::vector<ProjectionInput> attn_ins;
+  std::vector<size_t> attn_in_of;
+  std::vector<std::vector<const Matrix*>> attn_in_users;
+  std::vector<int64_t> attn_in_width;
+  std::vector<float> dense;    ///< Gemma: the dense MLP's post-normed output, d
+  std::vector<float> moe_out;  ///< Gemma: the experts' sum, d
+  /// The layer whose output `proj` holds while pending: its output scalars apply when it is added
+  /// (Gemma), -1 for none.
+  int64_t pending_layer = -1;
   std::unique_ptr<Matrix> output;
   /// The matrices reading each projection input (they decide its quantized forms).
   std::vector<const Matrix*> normed_users, o_users, down_users;
@@ -123,8 +146,20 @@ struct CpuForward::Impl final : model::DeviceOps {
     const model::ActivationWidths& w = plan.widths();
     q_ld = w.q + kRowPad;
     kv_ld = w.kv + kRowPad;
-    for (const LayerMatrices& lm : layers) {
-      normed_users.insert(normed_users.end(), {lm.q.get(), lm.k.get(), lm.v.get()});
+    for (size_t il = 0; il < layers.size(); ++il) {
+      const LayerMatrices& lm = layers[il];
+      normed_users.insert(normed_users.end(), {lm.q.get(), lm.k.get()});
+      if (lm.v) normed_users.push_back(lm.v.get());
+      // Wo's input: one per width (Gemma-4's layers have two head sizes).
+      const int64_t width = lm.o->n_in();
+      size_t w = 0;
+      while (w < attn_in_width.size() && attn_in_width[w] != width) ++w;
+      if (w == attn_in_width.size()) {
+        attn_in_width.push_back(width);
+        attn_in_users.emplace_back();
+      }
+      attn_in_users[w].push_back(lm.o.get());
+      attn_in_of.push_back(w);
       o_users.push_back(lm.o.get());
       if (lm.down) {
         normed_users.insert(normed_users.end(), {lm.gate.get(), lm.up.get()});
@@ -132,6 +167,15 @@ struct CpuForward::Impl final : model::DeviceOps {
       }
     }
     normed_users.push_back(output.get());
+    if (sc_gate) {
+      normed_users.insert(normed_users.end(), {sc_gate.get(), sc_up.get()});
+      down_users.push_back(sc_down.get());
+    }
+    ones.assign(static_cast<size_t>(std::max(c.n_embd, plan.max_head_dim())), 1.0f);
+    bool geglu = false;
+    for (size_t il = 0; il < plan.n_layer(); ++il)
+      geglu |= plan.layer(il).ffn == model::FfnKind::kGegluDenseMoe;
+    if (geglu) geglu_moe = std::make_unique<GegluMoe>(c, geglu_experts, isa, n_threads);
     bool routed = false;
     for (size_t il = 0; il < plan.n_layer(); ++il) routed |= plan.layer(il).ffn == model::FfnKind::kMoe;
     if (routed) {
@@ -154,8 +198,9 @@ struct CpuForward::Impl final : model::DeviceOps {
       LayerMatrices lm;
       lm.q = make(lw.attn_q);
       lm.k = make(lw.attn_k);
-      lm.v = make(lw.attn_v);
+      if (lw.attn_v) lm.v = make(lw.attn_v);
       lm.o = make(lw.attn_output);
+      geglu_experts.emplace_back();
       switch (plan.layer(il).ffn) {
         case model::FfnKind::kDense:
           lm.gate = make(lw.ffn_gate);
@@ -166,10 +211,22 @@ struct CpuForward::Impl final : model::DeviceOps {
         case model::FfnKind::kMoe:
           experts.push_back(make_moe_experts(model, lw, isa));
           break;
+        case model::FfnKind::kGegluDenseMoe:
+          lm.gate = make(lw.ffn_gate);
+          lm.up = make(lw.ffn_up);
+          lm.down = make(lw.ffn_down);
+          experts.emplace_back();
+          geglu_experts.back() = make_geglu_experts(model, lw, isa);
+          break;
       }
       layers.push_back(std::move(lm));
     }
     output = make(&model.output());
+    if (c.self_conditioning) {
+      sc_gate = make(model.self_cond().gate);
+      sc_up = make(model.self_cond().up);
+      sc_down = make(model.self_cond().down);
+    }
   }
 
   // ---- model::DeviceOps ----
@@ -200,16 +257,27 @@ struct CpuForward::Impl final : model::DeviceOps {
       k = std::vector<float>(n * kv_ld);
       v = std::vector<float>(n * kv_ld);
       normed = ProjectionInput(rows, w.embd, normed_users);
-      attn_out = ProjectionInput(rows, w.q, o_users);
+      if (attn_in_width.size() == 1) {
+        attn_out = ProjectionInput(rows, w.q, o_users);
+      } else {
+        attn_ins.clear();
+        for (size_t i = 0; i < attn_in_width.size(); ++i)
+          attn_ins.emplace_back(rows, attn_in_width[i], attn_in_users[i]);
+      }
       if (!down_users.empty()) {
         up = std::vector<float>(n * w.ff);
         ffn_act = ProjectionInput(rows, w.ff, down_users);
       }
       if (moe) moe->size_for(rows);
+      if (geglu_moe) {
+        geglu_moe->size_for(rows);
+        dense = std::vector<float>(n * w.embd);
+        moe_out = std::vector<float>(n * w.embd);
+      }
       rows_cap = rows;
     }
     if (p.max_keys > keys_cap) {
-      att_scratch_stride = attention_scratch_floats(c.head_dim, p.max_keys);
+      att_scratch_stride = attention_scratch_floats(plan.max_head_dim(), p.max_keys);
       att_scratch = std::vector<float>(static_cast<size_t>(n_threads) * att_scratch_stride);
       keys_cap = p.max_keys;
     }
@@ -268,9 +336,152 @@ struct CpuForward::Impl final : model::DeviceOps {
     ++prof.forwards;
     const Profile::Scope ps(prof, Phase::kEmbed);
     const int64_t d = c.n_embd;
+    const float scale = c.embd_scale;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t r = 0; r < p.n_rows; ++r) model.dequantize_row(model.token_embd(), p.tokens[r], &x[r * d]);
+    for (int64_t r = 0; r < p.n_rows; ++r) {
+      float* xr = &x[r * d];
+      model.dequantize_row(model.token_embd(), p.tokens[r], xr);
+      if (scale != 1.0f)
+        for (int64_t i = 0; i < d; ++i) xr[i] *= scale;
+    }
     pending = false;
+    pending_layer = -1;
+    if (!c.canvas_input_norm) return;
+    self_condition(p);
+    // DiffusionGemma: canvas rows enter the layers RMS-normed without a weight (diffusion-gemma.cpp
+    // 437-444), prompt rows as they are.
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t r = 0; r < p.n_rows; ++r)
+      if (!forward::causal_row(p.segs[p.row_seg[r]].mask, p.positions[r]))
+        rk->rmsnorm(&x[r * d], ones.data(), &x[r * d], d, c.rms_eps);
+  }
+
+  /// DiffusionGemma's self-conditioning (diffusion-gemma.cpp 386-421), for the canvas rows of the
+  /// segments that carry the previous step's logits: probs = softmax(prev * self_cond_scale) rounded to
+  /// f16, soft = probs @ token_embd (f16) * sqrt(n_embd), n = RMSNorm(soft) * self_cond_pre_norm,
+  /// x += down(gelu(gate n) * up n). Uses normed, ffn_act, up and proj as scratch (nothing is pending).
+  void self_condition(const model::PassLayout& p) {
+    std::vector<int64_t> rows;       // activation rows that get the input
+    std::vector<const float*> prev;  // their previous logits
+    std::vector<float> scale;
+    const int64_t d = c.n_embd, V = c.n_vocab;
+    for (const model::PassSegment& sg : p.segs) {
+      if (sg.self_cond.empty()) continue;
+      int64_t j = 0;
+      for (int64_t t = 0; t < sg.n_rows; ++t) {
+        if (forward::causal_row(sg.mask, sg.first + t)) continue;
+        rows.push_back(sg.row0 + t);
+        prev.push_back(sg.self_cond.data() + j++ * V);
+        scale.push_back(sg.self_cond_scale);
+      }
+    }
+    const auto m = static_cast<int64_t>(rows.size());
+    if (m == 0) return;
+    const Profile::Scope ps(prof, Phase::kEmbed);
+    if (embd_f16.empty()) {
+      embd_f16.resize(static_cast<size_t>(V * d));
+#pragma omp parallel num_threads(n_threads)
+      {
+        std::vector<float> row(static_cast<size_t>(d));
+#pragma omp for schedule(static)
+        for (int64_t v = 0; v < V; ++v) {
+          model.dequantize_row(model.token_embd(), v, row.data());
+          for (int64_t i = 0; i < d; ++i) embd_f16[v * d + i] = quant::fp32_to_fp16(row[i]);
+        }
+      }
+    }
+    // probs = softmax(prev * scale) (ggml_soft_max_f32: max-subtracted exp, the sum in double, times
+    // 1 / sum), rounded to f16 as ggml-cpu rounds the F16 matmul's other operand.
+    sc_probs.resize(static_cast<size_t>(m * V));
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t i = 0; i < m; ++i) {
+      float* pr = &sc_probs[i * V];
+      float mx = -INFINITY;
+      for (int64_t v = 0; v < V; ++v) mx = std::max(mx, prev[i][v] * scale[i]);
+      double sum = 0;
+      for (int64_t v = 0; v < V; ++v) {
+        pr[v] = std::exp(prev[i][v] * scale[i] - mx);
+        sum += pr[v];
+      }
+      const auto inv = static_cast<float>(1.0 / sum);
+      for (int64_t v = 0; v < V; ++v) pr[v] = quant::fp16_to_fp32(quant::fp32_to_fp16(pr[v] * inv));
+    }
+    // Ids whose probability rounds to 0 in every row add nothing (a trained model's softmax leaves
+    // most of a 262144-token vocabulary below f16's smallest value): skipped.
+    sc_used.assign(static_cast<size_t>(V), 0);
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t v = 0; v < V; ++v)
+      for (int64_t i = 0; i < m && !sc_used[v]; ++i) sc_used[v] = sc_probs[i * V + v] != 0.0f;
+    // soft = probs @ token_embd: per column block (a thread's own), every id in increasing order.
+    constexpr int64_t kCols = 256;
+    const int64_t n_blocks = (d + kCols - 1) / kCols;
+#pragma omp parallel num_threads(n_threads)
+    {
+      std::vector<float> e(kCols);
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        const int64_t c0 = b * kCols, nc = std::min(kCols, d - c0);
+        for (int64_t i = 0; i < m; ++i) std::fill_n(normed.row(i) + c0, nc, 0.0f);
+        for (int64_t v = 0; v < V; ++v) {
+          if (!sc_used[v]) continue;
+          for (int64_t k = 0; k < nc; ++k) e[k] = quant::fp16_to_fp32(embd_f16[v * d + c0 + k]);
+          for (int64_t i = 0; i < m; ++i) {
+            const float pv = sc_probs[i * V + v];
+            if (pv == 0.0f) continue;
+            float* soft = normed.row(i) + c0;
+            for (int64_t k = 0; k < nc; ++k) soft[k] += pv * e[k];
+          }
+        }
+      }
+    }
+    const std::vector<float>& pre_norm = model.self_cond().pre_norm;
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t i = 0; i < m; ++i) {
+      float* soft = normed.row(i);
+      for (int64_t k = 0; k < d; ++k) soft[k] *= c.embd_scale;
+      rk->rmsnorm(soft, pre_norm.data(), soft, d, c.rms_eps);
+      normed.prepare_row(*rk, i);
+    }
+    const int64_t n_ff = c.n_ff;
+    project_rows(Phase::kGemmGateUp, normed, m,
+                 {{sc_gate.get(), ffn_act.row(0), n_ff}, {sc_up.get(), up.data(), n_ff}});
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t i = 0; i < m; ++i) {
+      float* g = ffn_act.row(i);
+      for (int64_t j = 0; j < n_ff; ++j) g[j] = gelu_f16(g[j]) * up[i * n_ff + j];
+      ffn_act.prepare_row(*rk, i);
+    }
+    project_rows(Phase::kGemmDown, ffn_act, m, {{sc_down.get(), proj.data(), d}});
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t i = 0; i < m; ++i) add_inplace(&x[rows[i] * d], &proj[i * d], d);
+  }
+
+  /// Gemma-4's output scalar of layer il for activation row r: enc_layer_output_scale on
+  /// DiffusionGemma's causal (prompt) rows, layer_output_scale on the others (diffusion-gemma.cpp
+  /// 570-583); gemma4 has only the latter.
+  float output_scale(const model::PassLayout& p, size_t il, int64_t r) const {
+    const model::LayerWeights& lw = model.layers()[il];
+    if (!lw.enc_layer_output_scale.empty() && forward::causal_row(p.segs[p.row_seg[r]].mask, p.positions[r]))
+      return lw.enc_layer_output_scale[0];
+    return lw.layer_output_scale[0];
+  }
+
+  /// Row r of x after the pending block output is added (Gemma: then times the layer's output scalar),
+  /// written to dst (may be &x[r * d]).
+  void add_pending(const model::PassLayout& p, int64_t r, float* dst) const {
+    const int64_t d = c.n_embd;
+    if (dst != &x[r * d]) std::copy_n(&x[r * d], d, dst);
+    if (!pending) return;
+    add_inplace(dst, &proj[r * d], d);
+    if (pending_layer >= 0 && plan.layer(static_cast<size_t>(pending_layer)).gemma) {
+      const float s = output_scale(p, static_cast<size_t>(pending_layer), r);
+      for (int64_t i = 0; i < d; ++i) dst[i] *= s;
+    }
+  }
+
+  /// Wo's input of layer il.
+  ProjectionInput& attn_input(size_t il) {
+    return attn_ins.empty() ? attn_out : attn_ins[attn_in_of[il]];
   }
 
   /// x += proj when a block's output is pending, then normed = RMSNorm(x) * w, quantized for its
@@ -280,16 +491,24 @@ struct CpuForward::Impl final : model::DeviceOps {
     const Profile::Scope ps(prof, Phase::kNorm);
     const model::LayerWeights& lw = model.layers()[il];
     const std::vector<float>& w = site == model::NormSite::kAttention ? lw.attn_norm : lw.ffn_norm;
-    const bool quantize = site == model::NormSite::kAttention || plan.layer(il).ffn == model::FfnKind::kDense;
+    const model::LayerDesc& desc = plan.layer(il);
+    const bool quantize = site == model::NormSite::kAttention || desc.ffn != model::FfnKind::kMoe;
     const int64_t d = c.n_embd, n = p.n_rows;
-    const bool add = pending;
+    // Gemma-4: the attention output is RMS-normed * post_attention_norm before its residual add.
+    const bool post_norm = desc.gemma && site == model::NormSite::kFfn;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t r = 0; r < n; ++r) {
-      if (add) add_inplace(&x[r * d], &proj[r * d], d);
+      if (post_norm) {
+        rk->rmsnorm(&proj[r * d], lw.post_attention_norm.data(), &proj[r * d], d, c.rms_eps);
+        add_inplace(&x[r * d], &proj[r * d], d);
+      } else {
+        add_pending(p, r, &x[r * d]);
+      }
       rk->rmsnorm(&x[r * d], w.data(), normed.row(r), d, c.rms_eps);
       if (quantize) normed.prepare_row(*rk, r);
     }
     pending = false;
+    pending_layer = -1;
   }
 
   /// kQkv: q = h Wq (rows x n_q), k = h Wk, v = h Wv (rows x n_kv). kO: the attention output
@@ -298,17 +517,24 @@ struct CpuForward::Impl final : model::DeviceOps {
     const LayerMatrices& lm = layers[il];
     const int64_t n = p.n_rows;
     if (which == model::Projection::kQkv) {
-      project_rows(
-          Phase::kGemmQkv, normed, n,
-          {{lm.q.get(), q.data(), q_ld}, {lm.k.get(), k.data(), kv_ld}, {lm.v.get(), v.data(), kv_ld}});
+      if (lm.v) {
+        project_rows(
+            Phase::kGemmQkv, normed, n,
+            {{lm.q.get(), q.data(), q_ld}, {lm.k.get(), k.data(), kv_ld}, {lm.v.get(), v.data(), kv_ld}});
+      } else {  // Gemma-4 without attn_v: V is the K projection (qk_norm_rope copies it)
+        project_rows(Phase::kGemmQkv, normed, n,
+                     {{lm.q.get(), q.data(), q_ld}, {lm.k.get(), k.data(), kv_ld}});
+      }
       return;
     }
+    ProjectionInput& in = attn_input(il);
     {
       const Profile::Scope ps(prof, Phase::kQuantize);
-      attn_out.prepare(*rk, n, n_threads);
+      in.prepare(*rk, n, n_threads);
     }
-    project_rows(Phase::kGemmO, attn_out, n, {{lm.o.get(), proj.data(), c.n_embd}});
+    project_rows(Phase::kGemmO, in, n, {{lm.o.get(), proj.data(), c.n_embd}});
     pending = true;
+    pending_layer = static_cast<int64_t>(il);
   }
 
   /// Per activation row: q, k, v += their biases (qkv_bias), the per-head RMSNorm of q and k
@@ -319,12 +545,21 @@ struct CpuForward::Impl final : model::DeviceOps {
     const model::LayerDesc& desc = plan.layer(il);
     const model::LayerWeights& lw = model.layers()[il];
     const model::RopeTable& angles = rope_tables[plan.rope_table_of(il)];
-    const int64_t hd = c.head_dim, n_q = plan.widths().q, n_kv = plan.widths().kv;
+    const int64_t hd = desc.head_dim, n_q = c.n_head * hd, n_kv = desc.n_head_kv * hd;
+    const bool v_from_k = layers[il].v == nullptr;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t r = 0; r < p.n_rows; ++r) {
       const int64_t pos = p.positions[r];
       float* qt = &q[r * q_ld];
       float* kt = &k[r * kv_ld];
+      if (desc.gemma) {
+        // V = RMSNorm per head without a weight, of h Wv or (no attn_v) of h Wk before its norm and
+        // RoPE (gemma4-common.h 46-63).
+        float* vt = &v[r * kv_ld];
+        if (v_from_k) std::copy_n(kt, n_kv, vt);
+        for (int64_t h = 0; h < desc.n_head_kv; ++h)
+          rk->rmsnorm(vt + h * hd, ones.data(), vt + h * hd, hd, c.rms_eps);
+      }
       if (desc.qkv_bias) {
         add_inplace(qt, lw.attn_q_bias.data(), n_q);
         add_inplace(kt, lw.attn_k_bias.data(), n_kv);
@@ -336,11 +571,11 @@ struct CpuForward::Impl final : model::DeviceOps {
         // [head_dim, n_head, n_tokens] view).
         for (int64_t h = 0; h < c.n_head; ++h)
           rk->rmsnorm(qt + h * hd, lw.attn_q_norm.data(), qt + h * hd, hd, c.rms_eps);
-        for (int64_t h = 0; h < c.n_head_kv; ++h)
+        for (int64_t h = 0; h < desc.n_head_kv; ++h)
           rk->rmsnorm(kt + h * hd, lw.attn_k_norm.data(), kt + h * hd, hd, c.rms_eps);
       }
       rope(qt, c.n_head, hd, angles.cos(pos), angles.sin(pos), desc.rope_mode, desc.n_rot);
-      rope(kt, c.n_head_kv, hd, angles.cos(pos), angles.sin(pos), desc.rope_mode, desc.n_rot);
+      rope(kt, desc.n_head_kv, hd, angles.cos(pos), angles.sin(pos), desc.rope_mode, desc.n_rot);
     }
   }
 
@@ -380,7 +615,8 @@ struct CpuForward::Impl final : model::DeviceOps {
   /// One work item of attention(): every row of segment sg, head h, against its keys. A segment
   /// whose rows are all its keys (no state, or a refresh of every row) reads them from k / v.
   AttentionHead attention_head(size_t il, const model::PassSegment& sg, int64_t h) {
-    const int64_t hd = c.head_dim, kvh = h / (c.n_head / c.n_head_kv);
+    const model::LayerDesc& desc = plan.layer(il);
+    const int64_t hd = desc.head_dim, kvh = h / (c.n_head / desc.n_head_kv);
     AttentionHead a;
     a.q = &q[sg.row0 * q_ld + h * hd];
     a.q_stride = q_ld;
@@ -397,9 +633,10 @@ struct CpuForward::Impl final : model::DeviceOps {
     }
     a.n_kv = sg.n_keys;
     a.head_dim = hd;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    a.out = attn_out.row(sg.row0) + h * hd;
-    a.out_stride = plan.widths().q;
+    a.scale = desc.attn_scale != 0.0f ? desc.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
+    ProjectionInput& in = attn_input(il);
+    a.out = in.row(sg.row0) + h * hd;
+    a.out_stride = in.n_in();
     return a;
   }
 
@@ -410,26 +647,58 @@ struct CpuForward::Impl final : model::DeviceOps {
     // ffn_act = h Wgate, up = h Wup: rows x n_ff
     project_rows(Phase::kGemmGateUp, normed, n,
                  {{lm.gate.get(), ffn_act.row(0), n_ff}, {lm.up.get(), up.data(), n_ff}});
+    const bool gemma = plan.layer(il).ffn == model::FfnKind::kGegluDenseMoe;
     {
-      // ffn_act = silu(ffn_act) * up, and its rounding for Wdown, in one pass per row.
+      // ffn_act = silu(ffn_act) * up (Gemma: gelu), and its rounding for Wdown, in one pass per row.
       const Profile::Scope ps(prof, Phase::kSiluMul);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
       for (int64_t r = 0; r < n; ++r) {
-        rk->silu_mul(ffn_act.row(r), &up[r * n_ff], ffn_act.row(r), n_ff);
+        if (gemma) {
+          float* g = ffn_act.row(r);
+          for (int64_t j = 0; j < n_ff; ++j) g[j] = gelu_f16(g[j]) * up[r * n_ff + j];
+        } else {
+          rk->silu_mul(ffn_act.row(r), &up[r * n_ff], ffn_act.row(r), n_ff);
+        }
         ffn_act.prepare_row(*rk, r);
       }
     }
+    if (gemma) {
+      // The dense MLP's output, RMS-normed * post_ffw_norm_1, waits in `dense` for moe_ffn.
+      const std::vector<float>& w = model.layers()[il].post_ffw_norm_1;
+      project_rows(Phase::kGemmDown, ffn_act, n, {{lm.down.get(), dense.data(), c.n_embd}});
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t r = 0; r < n; ++r)
+        rk->rmsnorm(&dense[r * c.n_embd], w.data(), &dense[r * c.n_embd], c.n_embd, c.rms_eps);
+      return;
+    }
     project_rows(Phase::kGemmDown, ffn_act, n, {{lm.down.get(), proj.data(), c.n_embd}});  // rows x d
     pending = true;
+    pending_layer = static_cast<int64_t>(il);
   }
 
   /// proj = MoE(h) with h the normed f32 rows (FfnKind::kMoe, cpu/moe.h: route, expert-grouped
   /// GEMMs, weighted sum), left pending.
   void moe_ffn(const model::PassLayout& p, size_t il) override {
     const Profile::Scope ps(prof, Phase::kMoeFfn);
-    // Every segment's rows at once: routing is per row.
-    moe->forward(model.layers()[il], experts[il], normed.row(0), p.n_rows, proj.data(), c.n_embd);
+    const model::LayerWeights& lw = model.layers()[il];
     pending = true;
+    pending_layer = static_cast<int64_t>(il);
+    if (plan.layer(il).ffn == model::FfnKind::kGegluDenseMoe) {
+      // Gemma-4: the experts on the residual stream x (= a), then proj = RMSNorm(dense +
+      // RMSNorm(moe) * post_ffw_norm_2) * post_ffw_norm (gemma4-common.h 104-124).
+      const int64_t d = c.n_embd;
+      geglu_moe->forward(lw, geglu_experts[il], x.data(), p.n_rows, moe_out.data());
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t r = 0; r < p.n_rows; ++r) {
+        float* o = &moe_out[r * d];
+        rk->rmsnorm(o, lw.post_ffw_norm_2.data(), o, d, c.rms_eps);
+        add_inplace(o, &dense[r * d], d);
+        rk->rmsnorm(o, lw.post_ffw_norm.data(), &proj[r * d], d, c.rms_eps);
+      }
+      return;
+    }
+    // Every segment's rows at once: routing is per row.
+    moe->forward(lw, experts[il], normed.row(0), p.n_rows, proj.data(), c.n_embd);
   }
 
   /// logits = (RMSNorm(x + proj) * output_norm) Woutput for the requested rows of every segment (into
@@ -446,14 +715,14 @@ struct CpuForward::Impl final : model::DeviceOps {
       for (int64_t j = 0; j < n_head_rows; ++j) {
         const int64_t r = p.head_rows[j];
         float* h = normed.row(j);
-        std::copy_n(&x[r * d], d, h);
-        if (pending) add_inplace(h, &proj[r * d], d);
+        add_pending(p, r, h);
         rk->rmsnorm(h, model.output_norm().data(), h, d, c.rms_eps);
         normed.prepare_row(*rk, j);
       }
     }
     if (p.segs.size() == 1) {
       project_rows(Phase::kLmHead, normed, n_head_rows, {{output.get(), p.segs[0].logits, output->n_out()}});
+      softcap(p);
       return;
     }
     const Profile::Scope ps(prof, Phase::kLmHead);
@@ -466,6 +735,20 @@ struct CpuForward::Impl final : model::DeviceOps {
         const auto n = static_cast<int64_t>(sg.logit_rows.size());
         if (n > 0) output->multiply(normed.view(sg.head_row0, n), begin, end, sg.logits, n_out);
       }
+    }
+    softcap(p);
+  }
+
+  /// logits = cap * tanh(logits / cap) (ModelConfig::final_logit_softcap; Gemma: ggml_scale, tanh,
+  /// ggml_scale).
+  void softcap(const model::PassLayout& p) {
+    const float cap = c.final_logit_softcap;
+    if (cap == 0.0f) return;
+    const int64_t V = output->n_out();
+    for (const model::PassSegment& sg : p.segs) {
+      const auto n = static_cast<int64_t>(sg.logit_rows.size()) * V;
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int64_t i = 0; i < n; ++i) sg.logits[i] = std::tanh(sg.logits[i] * (1.0f / cap)) * cap;
     }
   }
 };

@@ -187,6 +187,16 @@ bool packed_type(gguf::GgmlType type) {
 }  // namespace
 
 std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa) {
+  if (tensor.type == gguf::GgmlType::Q5_0 && tensor.ne[0] % quant::kQK8_0 == 0) {
+    // Q5_0 values are Q8_0 values (quant::q5_0_to_q8_0, exact): converted once, then packed as Q8_0,
+    // which the packing copies.
+    const int64_t n_out = tensor.ne[1] * tensor.ne[2] * tensor.ne[3], nb = tensor.ne[0] / quant::kQK8_0;
+    std::vector<quant::block_q8_0> q8(static_cast<size_t>(n_out * nb));
+    quant::q5_0_to_q8_0(reinterpret_cast<const quant::block_q5_0*>(data), q8.data(), n_out * tensor.ne[0]);
+    gguf::TensorInfo t = tensor;
+    t.type = gguf::GgmlType::Q8_0;
+    return make_matrix(t, reinterpret_cast<const uint8_t*>(q8.data()), isa);
+  }
   if (!packed_type(tensor.type)) return make_matrix_ref(tensor, data);
   if (!isa_supported(isa)) {
     throw Error("tensor " + tensor.name + ": kernel path " + isa_name(isa) +

@@ -69,12 +69,12 @@ class Matrix {
 };
 
 /// Prepares `tensor` (bytes at `data`) for `isa`. Types with matrix kernels: Q4_K, Q5_K, Q6_K, Q8_0
-/// (repacked, the kernels of cpu/kernels/qgemm.h and cpu/kernels/qgemm_bytes.h), F32, F16, BF16; throws
-/// dllm::Error "tensor <name> is <type>: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16,
-/// BF16" for any other type, and "tensor <name>: row length <n> is not a multiple of <256 or 32>, as
-/// <type> requires" when a row is not whole blocks. A matrix either keeps pointing into `data` (the
-/// mapping must outlive it) or copies/repacks it, in which case owns_data() is true and the caller may
-/// release the mapped pages.
+/// (Q5_0 converted to Q8_0 exactly, then as Q8_0; repacked, the kernels of cpu/kernels/qgemm.h and
+/// cpu/kernels/qgemm_bytes.h), F32, F16, BF16; throws dllm::Error "tensor <name> is <type>: matrix kernels
+/// exist for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, F32, F16, BF16" for any other type, and "tensor <name>: row length
+/// <n> is not a multiple of <256 or 32>, as <type> requires" when a row is not whole blocks. A matrix either
+/// keeps pointing into `data` (the mapping must outlive it) or copies/repacks it, in which case owns_data()
+/// is true and the caller may release the mapped pages.
 std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa);
 
 /// Tests only: make_matrix(tensor, data, Isa::kAvxVnni) for Q4_K, Q5_K, Q6_K, Q8_0 with the AVX-VNNI

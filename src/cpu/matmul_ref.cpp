@@ -14,7 +14,7 @@
 
 namespace dllm::cpu {
 
-const char* const kMatrixKernelTypes = "Q4_K, Q5_K, Q6_K, Q8_0, F32, F16, BF16";
+const char* const kMatrixKernelTypes = "Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, F32, F16, BF16";
 
 namespace {
 
@@ -71,6 +71,33 @@ class Q80Matrix final : public Matrix {
   uint64_t row_bytes_;
 };
 
+/// Q5_0 rows converted once to Q8_0 blocks (exact: quant::q5_0_to_q8_0) and multiplied as Q8_0,
+/// which is ggml's vec_dot_q5_0_q8_0 (Q8_0 activations, int sums per block times d_x * d_y).
+class Q50Matrix final : public Matrix {
+ public:
+  Q50Matrix(const gguf::TensorInfo& t, const uint8_t* data) : Matrix(t.ne[1], t.ne[0]) {
+    const int64_t nb = n_in_ / quant::kQK8_0;
+    blocks_.resize(static_cast<size_t>(n_out_ * nb));
+    for (int64_t o = 0; o < n_out_; ++o)
+      quant::q5_0_to_q8_0(
+          reinterpret_cast<const quant::block_q5_0*>(data + static_cast<uint64_t>(o) * t.row_bytes()),
+          blocks_.data() + o * nb, n_in_);
+    gguf::TensorInfo q8 = t;
+    q8.type = GgmlType::Q8_0;
+    inner_ = std::make_unique<Q80Matrix>(q8, reinterpret_cast<const uint8_t*>(blocks_.data()));
+  }
+  bool wants_q8k() const override { return false; }
+  bool wants_q8_0() const override { return true; }
+  bool owns_data() const override { return true; }
+  void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+    inner_->multiply(x, o_begin, o_end, y, ldy);
+  }
+
+ private:
+  std::vector<quant::block_q8_0> blocks_;
+  std::unique_ptr<Matrix> inner_;
+};
+
 /// F32 rows in place, or F16 / BF16 rows widened once to an owned f32 copy (these types are for
 /// small precision-check models; the copy doubles their memory).
 class F32Matrix final : public Matrix {
@@ -113,6 +140,11 @@ std::unique_ptr<Matrix> make_matrix_ref(const gguf::TensorInfo& tensor, const ui
       return std::make_unique<KQuantMatrix<quant::block_q6_K, quant::vec_dot_q6_K_q8_K>>(tensor, data);
     case GgmlType::Q8_0:
       return std::make_unique<Q80Matrix>(tensor, data);
+    case GgmlType::Q5_0:
+      if (tensor.ne[0] % quant::kQK8_0 != 0)
+        throw Error("tensor " + tensor.name + ": row length " + std::to_string(tensor.ne[0]) +
+                    " is not a multiple of 32, as Q5_0 requires");
+      return std::make_unique<Q50Matrix>(tensor, data);
     case GgmlType::F32:
     case GgmlType::F16:
     case GgmlType::BF16:

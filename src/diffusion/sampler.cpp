@@ -464,6 +464,10 @@ int64_t canvas_length(const SamplerParams& p, int64_t prompt_len) {
 }
 
 int64_t planned_steps(const SamplerParams& p) {
+  if (p.entropy_bound) {
+    const int64_t C = p.entropy_bound->canvas_length;
+    return p.entropy_bound->max_steps * ((p.max_tokens + C - 1) / C);  // an upper bound: it may stop early
+  }
   if (p.schedule == Schedule::kBlockDiffusion) {
     // Blocks touched by the answer (at most one more than max_tokens / block_length) x steps per
     // block: an upper bound (threshold steps may commit more, early stop ends sooner).
@@ -483,6 +487,20 @@ int64_t planned_steps(const SamplerParams& p) {
 
 std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len, int64_t n_vocab) {
   const ParamNames& q = p.names;
+  if (p.entropy_bound) {
+    const EntropyBoundParams& e = *p.entropy_bound;
+    if (p.max_tokens <= 0)
+      throw UsageError(q.max_tokens + " must be at least 1 (got " + num(p.max_tokens) + ")");
+    if (e.max_steps <= 0) throw UsageError(q.steps + " must be at least 1 (got " + num(e.max_steps) + ")");
+    if (e.canvas_length <= 0 || !(e.t_min > 0.0f) || !(e.t_max > 0.0f) || !(e.entropy_bound >= 0.0f) ||
+        !(e.confidence >= 0.0f) || e.stability < 0)
+      throw UsageError(
+          "invalid entropy-bound sampler settings (temperatures must be positive, the bound, the "
+          "confidence and the stability count non-negative)");
+    if (prompt_len < 1)
+      throw UsageError("the prompt is empty: the entropy-bound sampler needs at least one token");
+    return {};
+  }
   if (p.max_tokens <= 0)
     throw UsageError(q.max_tokens + " must be at least 1 (got " + num(p.max_tokens) + ")");
   if (p.steps <= 0) throw UsageError(q.steps + " must be at least 1 (got " + num(p.steps) + ")");
@@ -581,38 +599,112 @@ std::vector<std::string> check_params(const SamplerParams& p, int64_t prompt_len
   return warnings;
 }
 
+/// A Sequence running DiffusionGemma's entropy-bound sampler: StepInfo and GenerateResult in the words
+/// of the masked loops (the answer is final block by block; the canvas is the prompt, the finished
+/// blocks and the current block's argmax).
+class Sequence::EbState {
+ public:
+  EbState(std::span<const int32_t> prompt, const SamplerParams& p, int64_t n_vocab, SamplerCallbacks cb)
+      : cb_(std::move(cb)), prompt_(prompt.begin(), prompt.end()) {
+    EntropyBoundParams e = *p.entropy_bound;
+    e.max_tokens = p.max_tokens;
+    e.end_ids = p.end_ids;
+    seq_ = std::make_unique<EntropyBoundSequence>(prompt, e, n_vocab,
+                                                  p.n_vocab_draw > 0 ? p.n_vocab_draw : n_vocab,
+                                                  [this](const EbStepInfo& s) { last_ = s.block; });
+    steps_planned_ = e.max_steps * ((e.max_tokens + e.canvas_length - 1) / e.canvas_length);
+    canvas_ = prompt_;
+  }
+  bool done() const { return seq_->done(); }
+  std::span<const forward::Segment> next() const { return seq_->next(); }
+  void accept(double forward_ms) {
+    const auto t0 = Clock::now();
+    const int64_t before = seq_->steps_run();
+    seq_->accept();
+    if (seq_->steps_run() == before) return;  // an encoding pass: no step
+    const EbResult& r = seq_->result();
+    canvas_ = prompt_;
+    canvas_.insert(canvas_.end(), r.answer.begin(), r.answer.end());
+    if (!seq_->done())
+      canvas_.insert(canvas_.end(), seq_->current_argmax().begin(), seq_->current_argmax().end());
+    if (!cb_.on_step) return;
+    StepInfo info;
+    info.step = seq_->steps_run() - 1;
+    info.block = last_;
+    info.block_begin = static_cast<int64_t>(prompt_.size() + r.answer.size());
+    info.block_end = static_cast<int64_t>(canvas_.size());
+    info.forward_ms = forward_ms;
+    info.sample_ms = ms_since(t0);
+    info.canvas = canvas_;
+    info.stable_answer_len = static_cast<int64_t>(r.answer.size());
+    info.answer_final = seq_->done();
+    cb_.on_step(info);
+  }
+  int64_t steps_run() const { return seq_->steps_run(); }
+  int64_t prompt_len() const { return static_cast<int64_t>(prompt_.size()); }
+  std::span<const int32_t> canvas() const { return canvas_; }
+  GenerateResult result() const {
+    GenerateResult g;
+    const EbResult& r = seq_->result();
+    g.canvas = prompt_;
+    g.canvas.insert(g.canvas.end(), r.answer.begin(), r.answer.end());
+    g.answer = r.answer;
+    g.steps_run = seq_->steps_run();
+    g.steps_planned = steps_planned_;
+    g.stopped_early = seq_->done() && g.steps_run < steps_planned_;
+    g.ended_with_end_token = !r.cut.empty() && r.cut.back() < static_cast<int64_t>(r.argmax.back().size());
+    g.warnings = warnings_;
+    return g;
+  }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  SamplerCallbacks cb_;
+  std::vector<int32_t> prompt_, canvas_;
+  std::unique_ptr<EntropyBoundSequence> seq_;
+  int64_t steps_planned_ = 0, last_ = 0;
+  std::vector<std::string> warnings_;
+};
+
 Sequence::Sequence(std::span<const int32_t> prompt, const SamplerParams& params, int64_t n_vocab,
-                   SamplerCallbacks callbacks)
-    : state_(std::make_unique<State>(prompt, params, n_vocab, std::move(callbacks))) {}
+                   SamplerCallbacks callbacks) {
+  if (params.entropy_bound)
+    eb_ = std::make_unique<EbState>(prompt, params, n_vocab, std::move(callbacks));
+  else
+    state_ = std::make_unique<State>(prompt, params, n_vocab, std::move(callbacks));
+}
 Sequence::~Sequence() = default;
 Sequence::Sequence(Sequence&&) noexcept = default;
 Sequence& Sequence::operator=(Sequence&&) noexcept = default;
 
 bool Sequence::done() const {
-  return state_->done();
+  return eb_ ? eb_->done() : state_->done();
 }
 std::span<const forward::Segment> Sequence::next() const {
   if (done()) throw Error("Sequence::next: the sequence is done");
-  return state_->request();
+  return eb_ ? eb_->next() : state_->request();
 }
 void Sequence::accept(double forward_ms) {
   if (done()) throw Error("Sequence::accept: the sequence is done");
-  state_->accept(forward_ms);
+  if (eb_)
+    eb_->accept(forward_ms);
+  else
+    state_->accept(forward_ms);
 }
 int64_t Sequence::steps_run() const {
-  return state_->steps_run();
+  return eb_ ? eb_->steps_run() : state_->steps_run();
 }
 int64_t Sequence::prompt_len() const {
-  return state_->prompt_len();
+  return eb_ ? eb_->prompt_len() : state_->prompt_len();
 }
 std::span<const int32_t> Sequence::canvas() const {
-  return state_->canvas();
+  return eb_ ? eb_->canvas() : state_->canvas();
 }
 const std::vector<std::string>& Sequence::warnings() const {
-  return state_->warnings();
+  return eb_ ? eb_->warnings() : state_->warnings();
 }
 GenerateResult Sequence::result() const {
-  return state_->result();
+  return eb_ ? eb_->result() : state_->result();
 }
 
 GenerateResult generate(forward::Forward& model, std::span<const int32_t> prompt, const SamplerParams& params,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/isa.h"
+#include "diffusion/entropy_bound.h"
 #include "forward/pass.h"
 
 namespace dllm::diffusion {
@@ -135,6 +136,11 @@ struct SamplerParams {
   /// passes choose_isa's answer for --isa, the one the CPU forward pass gets; default: the fastest.
   Isa isa = best_isa();
   ParamNames names;  ///< how errors and warnings name the parameters above
+  /// DiffusionGemma: when set, the Sequence runs the entropy-bound sampler (entropy_bound.h) with these
+  /// settings instead of a masked loop (the fields above then do not apply; max_tokens is the blocks'
+  /// length), and end_ids / n_threads as above.
+  std::optional<EntropyBoundParams> entropy_bound;
+  int64_t n_vocab_draw = 0;  ///< entropy_bound: ids a random token is drawn from (the tokenizer's count)
 };
 
 /// One step, as reported to on_step. Spans are valid only during the callback.
@@ -241,9 +247,11 @@ class Sequence {
   GenerateResult result() const;
 
   class State;
+  class EbState;
 
  private:
   std::unique_ptr<State> state_;
+  std::unique_ptr<EbState> eb_;  ///< instead of state_ when params.entropy_bound is set
 };
 
 /// Runs the denoising loop: canvas = prompt + max_tokens masks, then steps until every position is

@@ -2,6 +2,7 @@
 // other architecture.
 #include "engine/sampler_options.h"
 
+#include <iterator>
 #include <utility>
 
 #include "base/error.h"
@@ -44,7 +45,48 @@ void check_canvas_fits(int64_t n_prompt, int64_t max_tokens, int64_t limit, cons
 diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::ModelConfig& cfg,
                                         const tokenizer::Tokenizer& tok, int64_t n_vocab,
                                         std::vector<std::string>& warnings, SettingNames names) {
+  if (cfg.arch->causal_lm) {
+    throw Error(
+        cfg.arch_name +
+        " is an autoregressive model: dllm computes its logits (dllm logits) as a check of a diffusion "
+        "model's backbone, and does not generate text with it");
+  }
   diffusion::SamplerParams p;
+  if (cfg.canvas_length > 0) {
+    // DiffusionGemma: the entropy-bound sampler with the file's diffusion.eb_* values; steps is its
+    // eb_max_steps, max_tokens whole canvases (blocks), the seed std::mt19937's. The masked loops'
+    // settings do not apply.
+    const int64_t C = cfg.canvas_length;
+    diffusion::EntropyBoundParams e;
+    e.canvas_length = C;
+    e.max_steps = o.steps.value_or(cfg.eb.max_steps);
+    e.t_min = cfg.eb.t_min;
+    e.t_max = cfg.eb.t_max;
+    e.entropy_bound = cfg.eb.entropy_bound;
+    e.stability = cfg.eb.stability;
+    e.confidence = cfg.eb.confidence;
+    e.seed = static_cast<uint32_t>(o.seed);
+    p.entropy_bound = e;
+    p.max_tokens = (o.max_tokens + C - 1) / C * C;
+    p.steps = e.max_steps;
+    p.seed = o.seed;
+    p.mask_id = tok.mask_id();
+    p.end_ids = tok.eog_ids();
+    p.n_vocab_draw = tok.n_tokens();
+    p.n_threads = o.n_threads;
+    p.isa = o.isa;
+    if (names == SettingNames::kFlags) p.names.steps = setting("steps", names);
+    const bool given[] = {o.block_length.has_value(), o.remasking.has_value(), o.alg.has_value(),
+                          o.alg_temp.has_value(),     o.top_p.has_value(),     o.top_k.has_value(),
+                          o.threshold.has_value(),    o.cfg_scale > 0,         o.temperature > 0};
+    const char* fields[] = {"block_length", "remasking", "alg",       "alg_temp",   "top_p",
+                            "top_k",        "threshold", "cfg_scale", "temperature"};
+    for (size_t i = 0; i < std::size(fields); ++i)
+      if (given[i])
+        warnings.push_back(setting(fields[i], names) + " does not apply to the entropy-bound sampler of " +
+                           cfg.arch_name + "; ignored");
+    return p;
+  }
   // check_params' errors and warnings name the settings as the caller's users typed them (the
   // sampler has no eps setting to name: Dream's eps is fixed).
   if (names == SettingNames::kFlags) {

@@ -17,6 +17,18 @@ std::string describe(const MaskRule& rule) {
   return "?";
 }
 
+bool causal_row(const MaskRule& rule, int64_t pos) {
+  switch (rule.kind) {
+    case MaskRule::Kind::kFull:
+      return false;
+    case MaskRule::Kind::kBlockCausal:
+      return rule.block == 1;
+    case MaskRule::Kind::kCausalPrompt:
+      return pos < rule.prompt;
+  }
+  return false;
+}
+
 KeyRange key_range(const MaskRule& rule, int64_t pos, int64_t n_keys, int64_t window) {
   // The row's group [group_begin, group_end): positions that see each other.
   int64_t group_begin = 0, group_end = n_keys;

@@ -51,6 +51,11 @@ struct MaskRule {
 /// "full", "block-causal 32", "causal", "causal prompt 17": for messages.
 std::string describe(const MaskRule& rule);
 
+/// True when the row at `pos` sees no key after itself: every row of a causal rule (block 1) and the
+/// prompt rows of a causal prompt. DiffusionGemma's encoder rows (enc_layer_output_scale), as opposed
+/// to its canvas rows.
+bool causal_row(const MaskRule& rule, int64_t pos);
+
 /// The keys the query at position `pos` sees under `rule` among n_keys keys, on a layer with a
 /// sliding window of `window` keys (0: none). Requires 0 <= pos < n_keys (a row sees at least
 /// itself), block >= 1, prompt >= 0, window >= 0.

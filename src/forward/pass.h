@@ -31,6 +31,11 @@ struct Segment {
   std::span<const int32_t> logit_rows;
   /// logit_rows.size() x n_vocab f32, row-major (vocab contiguous): the UNSHIFTED logits.
   float* logits = nullptr;
+  /// DiffusionGemma's self-conditioning: the previous step's raw logits of the canvas rows (the rows
+  /// at positions >= mask.prompt, in order; n_vocab each), softmaxed after scaling by
+  /// self_cond_scale (1 / the previous step's temperature); empty: none (a block's first step).
+  std::span<const float> self_cond;
+  float self_cond_scale = 1.0f;
 
   int64_t n_rows() const { return static_cast<int64_t>(tokens.size()); }
 };

@@ -8,8 +8,8 @@
 namespace dllm::model {
 
 std::span<const Architecture* const> architectures() {
-  static const std::array<const Architecture*, 5> all = {&kLladaArch, &kDreamArch, &kLladaMoeArch, &kRnd1Arch,
-                                                         &kLlada2Arch};
+  static const std::array<const Architecture*, 7> all = {
+      &kLladaArch, &kDreamArch, &kLladaMoeArch, &kRnd1Arch, &kLlada2Arch, &kGemma4Arch, &kDiffusionGemmaArch};
   return all;
 }
 

@@ -33,6 +33,9 @@ struct Architecture {
   /// Prompt rule: non-null for a base model whose prompt is fed as raw text whatever the file's chat
   /// template (run, tokenize and serve's chat route alike); the note that says so.
   const char* raw_prompt_note = nullptr;
+  /// An autoregressive language model (gemma4): loaded for `dllm logits` (causal) as a check of a
+  /// backbone a diffusion model shares; `run` and `serve` refuse it.
+  bool causal_lm = false;
 };
 
 /// Every architecture this build runs, in the order error messages list them.
@@ -48,10 +51,12 @@ const Architecture* architecture_of(const gguf::GgufFile& file);
 void configure_qk_norm_experts(const gguf::GgufFile& file, ModelConfig& c);
 
 // The architectures (one file each).
-extern const Architecture kLladaArch;     // llada.cpp
-extern const Architecture kDreamArch;     // dream.cpp
-extern const Architecture kLladaMoeArch;  // llada_moe.cpp
-extern const Architecture kRnd1Arch;      // rnd1.cpp
-extern const Architecture kLlada2Arch;    // llada2.cpp
+extern const Architecture kLladaArch;           // llada.cpp
+extern const Architecture kDreamArch;           // dream.cpp
+extern const Architecture kLladaMoeArch;        // llada_moe.cpp
+extern const Architecture kRnd1Arch;            // rnd1.cpp
+extern const Architecture kLlada2Arch;          // llada2.cpp
+extern const Architecture kGemma4Arch;          // gemma4.cpp
+extern const Architecture kDiffusionGemmaArch;  // gemma4.cpp
 
 }  // namespace dllm::model

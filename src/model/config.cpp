@@ -67,8 +67,12 @@ ModelConfig read_config(const gguf::GgufFile& file) {
   c.n_head = positive_key(file, a + "attention.head_count");
   c.n_ctx_train = positive_key(file, a + "context_length");
   // llama.cpp: head_count_kv defaults to head_count (no GQA).
-  c.n_head_kv =
-      file.find(a + "attention.head_count_kv") ? positive_key(file, a + "attention.head_count_kv") : c.n_head;
+  // Gemma-4 writes one count per layer (an array): its description reads it (n_head_kv_layer).
+  const gguf::Value* kv_heads = file.find(a + "attention.head_count_kv");
+  c.n_head_kv = kv_heads == nullptr ? c.n_head
+                : kv_heads->type == gguf::ValueType::ARRAY
+                    ? c.n_head
+                    : positive_key(file, a + "attention.head_count_kv");
   c.rms_eps = file.get_f32(a + "attention.layer_norm_rms_epsilon");
   // llama.cpp's default when the key is absent.
   c.rope_freq_base = file.find_f32(a + "rope.freq_base").value_or(10000.0f);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dllm::gguf {
 class GgufFile;
@@ -88,11 +89,44 @@ struct ModelConfig {
   /// Block-diffusion models (DefaultLoop::kBlockDiffusion): the block length of their block-causal
   /// mask and loop (LLaDA2: 32, HF generate()'s default; the files carry no key for it); 0 otherwise.
   int64_t block_length = 0;
+
+  // Gemma-4 (gemma4, diffusion-gemma; llama.cpp src/models/gemma4.cpp, PR #24423's diffusion-gemma.cpp).
+  /// Per-layer K/V heads ({arch}.attention.head_count_kv as an array), empty when one count serves
+  /// every layer (n_head_kv).
+  std::vector<int64_t> n_head_kv_layer;
+  /// Per layer: sliding-window attention ({arch}.attention.sliding_window_pattern); empty: none.
+  std::vector<bool> swa_layer;
+  int64_t n_swa = 0;             ///< {arch}.attention.sliding_window (keys a sliding layer's row sees)
+  int64_t head_dim_swa = 0;      ///< {arch}.attention.key_length_swa (= value_length_swa)
+  int64_t n_rot_swa = 0;         ///< {arch}.rope.dimension_count_swa
+  float rope_freq_base_swa = 0;  ///< {arch}.rope.freq_base_swa
+  /// The token embedding row times this (Gemma: sqrt(n_embd), in f32 as llama.cpp's graph).
+  float embd_scale = 1.0f;
+  /// logits = cap * tanh(logits / cap) ({arch}.final_logit_softcapping); 0: none.
+  float final_logit_softcap = 0.0f;
+  /// DiffusionGemma: the rows after the prompt (the canvas) enter the layers RMS-normed without a
+  /// weight, after the self-conditioning input is added (PR #24423 diffusion-gemma.cpp 384-444).
+  bool canvas_input_norm = false;
+  /// DiffusionGemma: self_cond_{pre_norm (or self_cond_norm),gate,up,down} are in the file.
+  bool self_conditioning = false;
+  /// DiffusionGemma: diffusion.canvas_length (0 otherwise).
+  int64_t canvas_length = 0;
+  /// DiffusionGemma's entropy-bound sampler defaults: the file's diffusion.eb_* keys, else the PR's
+  /// built-in values (examples/diffusion/diffusion.h diffusion_eb_params).
+  struct EntropyBound {
+    int64_t max_steps = 48;      ///< diffusion.eb_max_steps
+    float t_min = 0.4f;          ///< diffusion.eb_t_min
+    float t_max = 0.8f;          ///< diffusion.eb_t_max
+    float entropy_bound = 0.1f;  ///< diffusion.eb_entropy_bound
+    int64_t stability = 1;       ///< diffusion.eb_stability_threshold
+    float confidence = 0.005f;   ///< diffusion.eb_confidence_threshold
+  } eb;
 };
 
 /// Reads and checks the config: the keys every architecture shares, then the architecture's own
 /// (Architecture::configure). Throws dllm::Error with exactly:
-///   "unsupported model architecture: <arch> (supported: llada, dream, llada-moe, rnd1, llada2)"
+///   "unsupported model architecture: <arch> (supported: llada, dream, llada-moe, rnd1, llada2, gemma4,
+///   diffusion-gemma)"
 ///   "required metadata key missing: <key>"
 /// and a message naming n_embd and n_head when head_dim is not exact, or naming the expert keys when
 /// expert_used_count is not in [1, expert_count].

@@ -12,7 +12,8 @@
 //     attention                the rows' K/V into their segments' states; each row over its keys
 //     project(kO)              pending = attention output Wo
 //     norm(kFfn)               x += pending; h = RMSNorm(x) * ffn_norm
-//     ffn | moe_ffn            pending = the layer's FFN of h (layer_desc.h FfnKind)
+//     ffn | moe_ffn            pending = the layer's FFN of h (layer_desc.h FfnKind; kGegluDenseMoe:
+//                              ffn, then moe_ffn, which completes the block)
 //   lm_head                    logits of the requested rows = (RMSNorm(x + pending) * output_norm) Woutput
 //
 // A device may hold its own notion of "pending" (the CPU adds it inside the next norm). Operations
@@ -40,7 +41,9 @@ struct PassSegment {
   forward::MaskRule mask;
   int64_t head_row0 = 0;  ///< its first LM-head row
   std::span<const int32_t> logit_rows;
-  float* logits = nullptr;  ///< logit_rows.size() x n_vocab
+  float* logits = nullptr;           ///< logit_rows.size() x n_vocab
+  std::span<const float> self_cond;  ///< forward::Segment::self_cond
+  float self_cond_scale = 1.0f;
 };
 
 /// The rows of one pass: every segment's rows one after another (activation rows), and the LM-head

@@ -82,6 +82,8 @@ void ForwardDriver::lay_out(std::span<const forward::Segment> segments, std::spa
     ps.head_row0 = p.n_head_rows;
     ps.logit_rows = s.logit_rows;
     ps.logits = s.logits;
+    ps.self_cond = s.self_cond;
+    ps.self_cond_scale = s.self_cond_scale;
     for (int64_t t = 0; t < ps.n_rows; ++t) {
       p.tokens.push_back(s.tokens[t]);
       p.positions.push_back(static_cast<int32_t>(s.first + t));
@@ -133,6 +135,10 @@ void ForwardDriver::run_pass(std::span<const forward::Segment> segments, std::sp
         ops_.ffn(pass_, il);
         break;
       case FfnKind::kMoe:
+        ops_.moe_ffn(pass_, il);
+        break;
+      case FfnKind::kGegluDenseMoe:
+        ops_.ffn(pass_, il);
         ops_.moe_ffn(pass_, il);
         break;
     }

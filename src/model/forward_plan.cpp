@@ -23,29 +23,33 @@ ForwardPlan::ForwardPlan(const Model& model, int64_t max_tokens, int max_batch,
   if (rope_mode) config_.rope_mode = *rope_mode;
   layers_ = describe_layers(config_);
   for (size_t il = 0; il < layers_.size(); ++il) {
-    if (layers_[il].n_head_kv != layers_[0].n_head_kv) {
-      throw Error("layer " + std::to_string(il) + " has " + std::to_string(layers_[il].n_head_kv) +
-                  " K/V heads, layer 0 " + std::to_string(layers_[0].n_head_kv) +
-                  ": per-layer K/V head counts are not implemented");
-    }
-    // Layers of one (n_rot, base) share a RoPE table: the table of the first such layer.
+    // Layers of one (n_rot, base, frequency divisors) share a RoPE table: the table of the first such
+    // layer.
+    const LayerDesc& d = layers_[il];
     size_t t = 0;
-    while (t < rope_layers_.size() && (layers_[rope_layers_[t]].n_rot != layers_[il].n_rot ||
-                                       layers_[rope_layers_[t]].rope_freq_base != layers_[il].rope_freq_base))
+    while (t < rope_layers_.size() && (layers_[rope_layers_[t]].n_rot != d.n_rot ||
+                                       layers_[rope_layers_[t]].rope_freq_base != d.rope_freq_base ||
+                                       layers_[rope_layers_[t]].rope_freq_factors != d.rope_freq_factors))
       ++t;
     if (t == rope_layers_.size()) rope_layers_.push_back(il);
     rope_of_layer_.push_back(t);
   }
+  rope_freqs_ = model.rope_freqs();
   widths_.embd = config_.n_embd;
-  widths_.q = config_.n_head * config_.head_dim;
-  widths_.kv = config_.n_head_kv * config_.head_dim;
+  // The widest layer sizes every buffer (Gemma-4: global layers have larger heads, fewer K/V heads).
+  for (const LayerDesc& d : layers_) {
+    widths_.q = std::max(widths_.q, config_.n_head * d.head_dim);
+    widths_.kv = std::max(widths_.kv, d.n_head_kv * d.head_dim);
+    max_head_dim_ = std::max(max_head_dim_, d.head_dim);
+  }
   widths_.ff = config_.n_ff;
 }
 
 std::vector<RopeTable> ForwardPlan::make_rope_tables() const {
   std::vector<RopeTable> tables;
   for (const size_t il : rope_layers_)
-    tables.emplace_back(layers_[il].n_rot, max_tokens_, layers_[il].rope_freq_base);
+    tables.emplace_back(layers_[il].n_rot, max_tokens_, layers_[il].rope_freq_base,
+                        layers_[il].rope_freq_factors ? rope_freqs_ : std::vector<float>{});
   return tables;
 }
 
@@ -74,6 +78,18 @@ int64_t ForwardPlan::check_segment(const forward::Segment& s) const {
       throw Error("logits row " + std::to_string(r) + " is outside the " +
                   (first == 0 ? std::string("sequence") : std::string("window")) + " [" +
                   std::to_string(first) + ", " + std::to_string(first + n) + ")");
+    }
+  }
+  if (!s.self_cond.empty()) {
+    if (!config_.self_conditioning)
+      throw Error("forward: self-conditioning input given, but this model has no self_cond_* tensors");
+    int64_t canvas = 0;
+    for (int64_t t = 0; t < n; ++t) canvas += forward::causal_row(s.mask, first + t) ? 0 : 1;
+    if (s.mask.kind != forward::MaskRule::Kind::kCausalPrompt ||
+        static_cast<int64_t>(s.self_cond.size()) != canvas * config_.n_vocab) {
+      throw Error("forward: self-conditioning input of " + std::to_string(s.self_cond.size()) +
+                  " floats, expected the canvas rows (" + std::to_string(canvas) + ") x n_vocab (" +
+                  std::to_string(config_.n_vocab) + ") under a causal-prompt mask");
     }
   }
   if (s.kv == nullptr) {

@@ -33,9 +33,7 @@ class ForwardPlan {
   /// The plan for `model` (which must outlive it) over sequences of up to max_tokens positions,
   /// max_batch of them in one pass. rope_mode: diagnostics only, replaces the architecture's RoPE
   /// pairing in every layer (the backends' ForwardOptions::rope_mode). Throws dllm::Error
-  /// "max_tokens must be positive (got N)" or "max_batch must be positive (got N)", and for layers
-  /// the pass does not implement yet: "layer <il> has <n> K/V heads, layer 0 <m>: per-layer K/V head
-  /// counts are not implemented".
+  /// "max_tokens must be positive (got N)" or "max_batch must be positive (got N)".
   ForwardPlan(const Model& model, int64_t max_tokens, int max_batch, std::optional<RopeMode> rope_mode);
 
   /// The model's config, rope_mode replaced when it was forced.
@@ -48,7 +46,10 @@ class ForwardPlan {
   /// rope_tables()[rope_table_of(il)].
   std::vector<RopeTable> make_rope_tables() const;
   size_t rope_table_of(size_t il) const { return rope_of_layer_[il]; }
+  /// Widths of the widest layer (per-layer head sizes and K/V heads: Gemma-4).
   const ActivationWidths& widths() const { return widths_; }
+  /// The largest head_dim of any layer.
+  int64_t max_head_dim() const { return max_head_dim_; }
   int64_t max_tokens() const { return max_tokens_; }
   int max_batch() const { return max_batch_; }
   /// Activation rows one pass may hold: max_batch x max_tokens.
@@ -66,6 +67,8 @@ class ForwardPlan {
   ///     "... the window [<first>, <end>)"
   ///   no state and first != 0: "forward: a segment without a K/V state starts at position 0 (got
   ///     <first>)"
+  ///   self_cond given to a model without it, or not canvas rows x n_vocab under a causal-prompt
+  ///     mask: "forward: self-conditioning input ..."
   ///   a state whose rows end before first: "forward: the K/V state holds <rows> positions, the
   ///     segment starts at <first>: run a refresh step first (the keys between would be missing)"
   int64_t check_segment(const forward::Segment& s) const;
@@ -76,6 +79,8 @@ class ForwardPlan {
   std::vector<size_t> rope_of_layer_;  ///< per layer: its RoPE table among make_rope_tables()
   std::vector<size_t> rope_layers_;    ///< per RoPE table: the first layer that uses it
   ActivationWidths widths_;
+  int64_t max_head_dim_ = 0;
+  std::vector<float> rope_freqs_;  ///< the model's rope_freqs (layers with rope_freq_factors)
   int64_t max_tokens_ = 0;
   int max_batch_ = 1;
   int64_t n_vocab_embd_ = 0;

@@ -13,6 +13,7 @@ LayerDesc dense_layer(const ModelConfig& c, int64_t /*il*/) {
   d.n_rot = c.n_rot;
   d.rope_freq_base = c.rope_freq_base;
   d.n_head_kv = c.n_head_kv;
+  d.head_dim = c.head_dim;
   return d;
 }
 

@@ -32,6 +32,13 @@ enum class FfnKind {
   /// shared experts, normalisation, scale), each a SwiGLU of n_ff_exp, weighted sum (llama.cpp
   /// build_moe_ffn, src/llama-graph.cpp; cpu/moe.h).
   kMoe,
+  /// Gemma-4's MoE layer (llama.cpp src/models/gemma4-common.h 71-126): a dense GEGLU MLP of n_ff
+  /// (the shared expert) on RMSNorm(a) * ffn_norm, RMS-normed * post_ffw_norm_1; routed GEGLU experts
+  /// (fused ffn_gate_up_exps, rows [gate | up]) on RMSNorm(a) * pre_ffw_norm_2, routed by softmax of
+  /// W_r (RMSNorm(a) / sqrt(n_embd) * ffn_gate_inp.scale), top-k weights renormalised, each expert's
+  /// output times ffn_down_exps.scale[e], the sum RMS-normed * post_ffw_norm_2; the block's output is
+  /// RMSNorm(dense + moe) * post_ffw_norm. a: the residual stream after attention.
+  kGegluDenseMoe,
 };
 
 /// One transformer block (blk.N.*).
@@ -46,6 +53,16 @@ struct LayerDesc {
   /// (forward/mask.h); 0: no window (every layer of ours).
   int64_t window = 0;
   FfnKind ffn = FfnKind::kDense;
+  int64_t head_dim = 0;  ///< of q, k and v heads in this layer (Gemma-4: global 512 / sliding 256)
+  /// Gemma-4: the attention output is RMS-normed * post_attention_norm before its residual add; V is
+  /// RMS-normed per head without a weight; the file may omit attn_v (then V is the K projection
+  /// before its norm and RoPE); the layer's output (residual included) is multiplied by
+  /// layer_output_scale (by enc_layer_output_scale on DiffusionGemma's prompt rows).
+  bool gemma = false;
+  /// Scores are q.k times this; 0: 1/sqrt(head_dim). Gemma-4: 1 (the Q/K norms scale).
+  float attn_scale = 0.0f;
+  /// rope_freqs.weight divides this layer's RoPE frequencies (Gemma-4's global layers).
+  bool rope_freq_factors = false;
 };
 
 /// A layer of the config's shared features (its biases, Q/K norm, RoPE, KV heads) with a dense FFN:

@@ -95,6 +95,7 @@ Model Model::load(const gguf::GgufFile& file) {
     LayerWeights& l = m.layers_.emplace_back();
     const std::string p = "blk." + std::to_string(i) + ".";
     for (const TensorSpec& spec : layer_tensors(c, d)) {
+      if (spec.optional && file.find_tensor(p + spec.suffix) == nullptr) continue;
       const gguf::TensorInfo* t = bind(p + spec.suffix, spec.ne);
       if (spec.matrix != nullptr)
         l.*spec.matrix = t;
@@ -107,6 +108,22 @@ Model Model::load(const gguf::GgufFile& file) {
       l.attn_k = &m.views_.emplace_back(row_range(*l.attn_qkv, n_q, n_kv, "K"));
       l.attn_v = &m.views_.emplace_back(row_range(*l.attn_qkv, n_q + n_kv, n_kv, "V"));
     }
+  }
+  // Gemma-4: one rope_freqs for every global layer (llama.cpp loads it once and shares it).
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    const LayerDesc d = describe_layer(c, i);
+    if (d.rope_freq_factors) {
+      m.rope_freqs_ = decode_vector(file, *bind("rope_freqs.weight", {d.n_rot / 2}));
+      break;
+    }
+  }
+  if (c.self_conditioning) {
+    const char* norm =
+        file.find_tensor("self_cond_pre_norm.weight") ? "self_cond_pre_norm.weight" : "self_cond_norm.weight";
+    m.self_cond_.pre_norm = decode_vector(file, *bind(norm, {c.n_embd}));
+    m.self_cond_.gate = bind("self_cond_gate.weight", {c.n_embd, c.n_ff});
+    m.self_cond_.up = bind("self_cond_up.weight", {c.n_embd, c.n_ff});
+    m.self_cond_.down = bind("self_cond_down.weight", {c.n_ff, c.n_embd});
   }
   return m;
 }

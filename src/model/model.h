@@ -45,6 +45,25 @@ struct LayerWeights {
   const gguf::TensorInfo* ffn_gate_shexp = nullptr;
   const gguf::TensorInfo* ffn_up_shexp = nullptr;
   const gguf::TensorInfo* ffn_down_shexp = nullptr;
+  // Gemma-4 (LayerDesc::gemma); empty / nullptr otherwise. attn_v may be nullptr there (K is V).
+  std::vector<float> post_attention_norm;              ///< n_embd
+  std::vector<float> post_ffw_norm;                    ///< n_embd: the whole FFN block's output
+  std::vector<float> post_ffw_norm_1;                  ///< n_embd: the dense MLP's output
+  std::vector<float> pre_ffw_norm_2;                   ///< n_embd: the experts' input
+  std::vector<float> post_ffw_norm_2;                  ///< n_embd: the experts' sum
+  std::vector<float> ffn_gate_inp_scale;               ///< n_embd: the router input's scale
+  const gguf::TensorInfo* ffn_gate_up_exps = nullptr;  ///< [n_embd, 2f, E]: rows [gate | up]
+  std::vector<float> ffn_down_exps_scale;              ///< E: each expert's output scale
+  std::vector<float> layer_output_scale;               ///< 1: the layer output's scalar (canvas rows)
+  std::vector<float> enc_layer_output_scale;           ///< 1: DiffusionGemma's prompt rows; empty in gemma4
+};
+
+/// DiffusionGemma's self-conditioning weights (PR #24423 diffusion-gemma.cpp 266-269, 386-421).
+struct SelfCondWeights {
+  std::vector<float> pre_norm;             ///< n_embd: self_cond_pre_norm (PR #24427: self_cond_norm)
+  const gguf::TensorInfo* gate = nullptr;  ///< [n_embd, n_ff]
+  const gguf::TensorInfo* up = nullptr;    ///< [n_embd, n_ff]
+  const gguf::TensorInfo* down = nullptr;  ///< [n_ff, n_embd]
 };
 
 /// Expert e of a 3-D expert tensor t, ne = [n_in, n_out, n_expert] (llama.cpp stacks the experts'
@@ -63,7 +82,8 @@ gguf::TensorInfo row_range(const gguf::TensorInfo& t, int64_t row0, int64_t n_ro
 class Model {
  public:
   /// Reads the config (read_config) and binds every tensor. Throws dllm::Error with exactly:
-  ///   "unsupported model architecture: <arch> (supported: llada, dream, llada-moe, rnd1, llada2)"
+  ///   "unsupported model architecture: <arch> (supported: llada, dream, llada-moe, rnd1, llada2, gemma4,
+  ///   diffusion-gemma)"
   ///   "required metadata key missing: <key>"
   ///   "required tensor missing: <name>"
   ///   "tensor shape mismatch for <name>: [a, b], expected [c, d]"   (ggml ne order)
@@ -93,6 +113,11 @@ class Model {
   /// output_norm.weight decoded, n_embd.
   const std::vector<float>& output_norm() const { return output_norm_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
+  /// rope_freqs.weight decoded (n_rot/2 frequency divisors of the layers with rope_freq_factors), or
+  /// empty.
+  const std::vector<float>& rope_freqs() const { return rope_freqs_; }
+  /// DiffusionGemma's self-conditioning MLP (ModelConfig::self_conditioning), else all empty.
+  const SelfCondWeights& self_cond() const { return self_cond_; }
 
   /// Bytes of `t` inside the file's mapping.
   const uint8_t* data(const gguf::TensorInfo& t) const { return file_->tensor_data(t); }
@@ -116,6 +141,8 @@ class Model {
   /// Row ranges of fused tensors (row_range), which LayerWeights point at: a deque, so the addresses
   /// stay put as it grows and when the Model moves.
   std::deque<gguf::TensorInfo> views_;
+  std::vector<float> rope_freqs_;
+  SelfCondWeights self_cond_;
   std::vector<const gguf::TensorInfo*> bound_;  ///< every tensor bound, for type_mix()
 };
 

@@ -7,14 +7,16 @@
 
 namespace dllm::model {
 
-/// cos/sin of the RoPE angles pos * base^(-2i/n_rot), i < n_rot/2, for pos < max_pos, computed in
+/// cos/sin of the RoPE angles pos * base^(-2i/n_rot) / factor_i, i < n_rot/2, for pos < max_pos
+/// (factor_i = freq_factors[i], or 1 without them: ggml_rope_ext's freq_factors, Gemma-4's rope_freqs),
+/// computed in
 /// double and rounded once (n_rot: the rotated dims of a head, head_dim unless RoPE is partial, as
 /// ggml's n_dims). Row `pos` of cos()/sin() holds n_rot/2 values; rows are contiguous (max_pos x
 /// n_rot/2, row-major).
 class RopeTable {
  public:
   RopeTable() = default;
-  RopeTable(int64_t n_rot, int64_t max_pos, double freq_base);
+  RopeTable(int64_t n_rot, int64_t max_pos, double freq_base, const std::vector<float>& freq_factors = {});
   const float* cos(int64_t pos) const { return cos_.data() + pos * half_; }
   const float* sin(int64_t pos) const { return sin_.data() + pos * half_; }
   /// The whole table, max_pos x n_rot/2 floats each.

@@ -7,7 +7,48 @@
 
 namespace dllm::model {
 
+namespace {
+
+/// A Gemma-4 layer (llama.cpp src/models/gemma4.cpp; PR #24423 src/models/diffusion-gemma.cpp
+/// load_arch_tensors 243-325): attention with Q/K norms, attn_v optional (absent: K is V), the
+/// pre/post norms, the dense MLP plus routed experts (FfnKind::kGegluDenseMoe), the output scalars.
+std::vector<TensorSpec> gemma_layer_tensors(const ModelConfig& c, const LayerDesc& d) {
+  const int64_t hd = d.head_dim, n_q = c.n_head * hd, n_kv = d.n_head_kv * hd, E = c.n_expert, d_ = c.n_embd;
+  using W = LayerWeights;
+  std::vector<TensorSpec> t = {
+      {"attn_norm.weight", {d_}, nullptr, &W::attn_norm},
+      {"attn_q.weight", {d_, n_q}, &W::attn_q},
+      {"attn_k.weight", {d_, n_kv}, &W::attn_k},
+      {"attn_v.weight", {d_, n_kv}, &W::attn_v, nullptr, true},
+      {"attn_q_norm.weight", {hd}, nullptr, &W::attn_q_norm},
+      {"attn_k_norm.weight", {hd}, nullptr, &W::attn_k_norm},
+      {"attn_output.weight", {n_q, d_}, &W::attn_output},
+      {"post_attention_norm.weight", {d_}, nullptr, &W::post_attention_norm},
+      {"ffn_norm.weight", {d_}, nullptr, &W::ffn_norm},
+      {"ffn_gate.weight", {d_, c.n_ff}, &W::ffn_gate},
+      {"ffn_up.weight", {d_, c.n_ff}, &W::ffn_up},
+      {"ffn_down.weight", {c.n_ff, d_}, &W::ffn_down},
+      {"post_ffw_norm_1.weight", {d_}, nullptr, &W::post_ffw_norm_1},
+      {"ffn_gate_inp.weight", {d_, E}, nullptr, &W::ffn_gate_inp},
+      {"ffn_gate_inp.scale", {d_}, nullptr, &W::ffn_gate_inp_scale},
+      {"pre_ffw_norm_2.weight", {d_}, nullptr, &W::pre_ffw_norm_2},
+      {"ffn_gate_up_exps.weight", {d_, 2 * c.n_ff_exp, E}, &W::ffn_gate_up_exps},
+      {"ffn_down_exps.weight", {c.n_ff_exp, d_, E}, &W::ffn_down_exps},
+      {"ffn_down_exps.scale", {E}, nullptr, &W::ffn_down_exps_scale},
+      {"post_ffw_norm_2.weight", {d_}, nullptr, &W::post_ffw_norm_2},
+      {"post_ffw_norm.weight", {d_}, nullptr, &W::post_ffw_norm},
+      {"layer_output_scale.weight", {1}, nullptr, &W::layer_output_scale},
+  };
+  // DiffusionGemma's prompt rows (both scalars are required there: diffusion-gemma.cpp 293-294).
+  if (c.canvas_input_norm)
+    t.push_back({"enc_layer_output_scale.weight", {1}, nullptr, &W::enc_layer_output_scale});
+  return t;
+}
+
+}  // namespace
+
 std::vector<TensorSpec> layer_tensors(const ModelConfig& c, const LayerDesc& d) {
+  if (d.gemma) return gemma_layer_tensors(c, d);
   const int64_t hd = c.head_dim, n_q = c.n_head * hd, n_kv = d.n_head_kv * hd, E = c.n_expert;
   using W = LayerWeights;
   std::vector<TensorSpec> t = {
@@ -51,6 +92,8 @@ std::vector<TensorSpec> layer_tensors(const ModelConfig& c, const LayerDesc& d) 
         t.push_back({"ffn_up_shexp.weight", {c.n_embd, sh}, &W::ffn_up_shexp});
         t.push_back({"ffn_down_shexp.weight", {sh, c.n_embd}, &W::ffn_down_shexp});
       }
+      break;
+    case FfnKind::kGegluDenseMoe:  // gemma_layer_tensors
       break;
   }
   return t;

@@ -19,6 +19,7 @@ int64_t block_elems(GgmlType type) {
     case GgmlType::BF16:
       return 1;
     case GgmlType::Q8_0:
+    case GgmlType::Q5_0:
       return kQK8_0;
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
@@ -39,7 +40,7 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   const int64_t qk = block_elems(type);
   if (qk == 0) {
     throw Error("cannot dequantize " + gguf::type_name(type) +
-                " data (supported: F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K)");
+                " data (supported: F32, F16, BF16, Q8_0, Q5_0, Q4_K, Q5_K, Q6_K)");
   }
   if (n < 0 || n % qk != 0) {
     throw Error("cannot dequantize " + std::to_string(n) + " values of " + gguf::type_name(type) +
@@ -61,6 +62,9 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
     }
     case GgmlType::Q8_0:
       dequantize_row_q8_0(static_cast<const block_q8_0*>(src), dst, n);
+      break;
+    case GgmlType::Q5_0:
+      dequantize_row_q5_0(static_cast<const block_q5_0*>(src), dst, n);
       break;
     case GgmlType::Q4_K:
       dequantize_row_q4_K(static_cast<const block_q4_K*>(src), dst, n);

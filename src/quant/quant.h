@@ -16,7 +16,7 @@ uint16_t fp32_to_fp16(float f);
 float bf16_to_fp32(uint16_t h);
 
 /// Decodes n values of type `type` from `src` into `dst` (n a multiple of the type's block size).
-/// Supports F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K; throws dllm::Error for any other type.
+/// Supports F32, F16, BF16, Q8_0, Q5_0, Q4_K, Q5_K, Q6_K; throws dllm::Error for any other type.
 void dequantize_row(gguf::GgmlType type, const void* src, float* dst, int64_t n);
 
 /// True when dequantize_row supports the type.
@@ -24,6 +24,10 @@ bool can_dequantize(gguf::GgmlType type);
 
 // Per-format decoders, n a multiple of the block size (written from ggml's block layouts).
 void dequantize_row_q8_0(const block_q8_0* x, float* y, int64_t n);
+void dequantize_row_q5_0(const block_q5_0* x, float* y, int64_t n);
+/// The same values as Q8_0 blocks (same d, qs = q - 16): exact, so a Q8_0 x Q8_0 dot of the result
+/// equals ggml's vec_dot_q5_0_q8_0 (int sums per block times d_x * d_y).
+void q5_0_to_q8_0(const block_q5_0* x, block_q8_0* y, int64_t n);
 void dequantize_row_q4_K(const block_q4_K* x, float* y, int64_t n);
 void dequantize_row_q5_K(const block_q5_K* x, float* y, int64_t n);
 void dequantize_row_q6_K(const block_q6_K* x, float* y, int64_t n);

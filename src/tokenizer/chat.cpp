@@ -13,6 +13,10 @@
 // text): '<role>SYSTEM</role>' + (system or 'detailed thinking off') + '<|role_end|>', per message
 // '<role>' + ROLE + '</role>' + content + '<|role_end|>' (user is HUMAN, other roles upper-cased),
 // generation prompt '<role>ASSISTANT</role>'.
+// Gemma 4 "-it" (and DiffusionGemma, whose GGUFs carry the same turn markers): bos_token, then
+// '<|turn>system\n' + content|trim + '<turn|>\n' when the first turn is a system (or developer) turn,
+// per other message '<|turn>' + role ('model' for assistant) + '\n' + content|trim + '<turn|>\n',
+// generation prompt '<|turn>model\n<|channel>thought\n<channel|>' (an empty thought: no thinking).
 #include "tokenizer/chat.h"
 
 #include <string>
@@ -162,6 +166,31 @@ std::vector<Segment> render_segments(const Tokenizer& tok, const ChatOptions& o)
       seg.push_back({Segment::kMarker, "</role>"});
       break;
     }
+    case ChatTemplateKind::kGemma4: {
+      // bos_token first: dropped when the tokenizer adds BOS itself (as llama.cpp does; kLlada).
+      if (!tok.add_bos() && tok.bos_id() >= 0)
+        seg.push_back({Segment::kMarker, tok.token_text(tok.bos_id())});
+      const auto message = [&](const std::string& role, const std::string& content) {
+        seg.push_back({Segment::kMarker, "<|turn>"});
+        seg.push_back({Segment::kTemplateText, role + "\n"});
+        seg.push_back({Segment::kUserText, jinja_trim(content)});
+        seg.push_back({Segment::kMarker, "<turn|>"});
+        seg.push_back({Segment::kTemplateText, "\n"});
+      };
+      size_t i = 0;
+      if (!turns.empty() && (turns[0].role == "system" || turns[0].role == "developer")) {
+        message("system", turns[0].content);
+        i = 1;
+      }
+      for (; i < turns.size(); ++i)
+        message(turns[i].role == "assistant" ? "model" : turns[i].role, turns[i].content);
+      seg.push_back({Segment::kMarker, "<|turn>"});
+      seg.push_back({Segment::kTemplateText, "model\n"});
+      seg.push_back({Segment::kMarker, "<|channel>"});
+      seg.push_back({Segment::kTemplateText, "thought\n"});
+      seg.push_back({Segment::kMarker, "<channel|>"});
+      break;
+    }
     case ChatTemplateKind::kSentinel:
       break;
   }
@@ -180,6 +209,8 @@ const char* chat_template_kind_name(ChatTemplateKind k) {
       return "chatml";
     case ChatTemplateKind::kLladaMoe:
       return "llada-moe";
+    case ChatTemplateKind::kGemma4:
+      return "gemma4";
     case ChatTemplateKind::kSentinel:
       break;
   }
@@ -192,10 +223,11 @@ ChatTemplateKind detect_chat_template(std::string_view t) {
   if (t.find("<|im_start|>") != std::string_view::npos) return ChatTemplateKind::kChatml;
   if (t.find("<role>") != std::string_view::npos && t.find("<|role_end|>") != std::string_view::npos)
     return ChatTemplateKind::kLladaMoe;
+  if (t.find("<|turn>") != std::string_view::npos) return ChatTemplateKind::kGemma4;
   throw Error(
       "unsupported chat template in tokenizer.chat_template (neither LLaDA <|start_header_id|>, ChatML "
-      "<|im_start|> nor LLaDA-MoE <role>...<|role_end|> style); run with --no-chat and write the template "
-      "into the prompt");
+      "<|im_start|>, LLaDA-MoE <role>...<|role_end|> nor Gemma <|turn> style); run with --no-chat and write "
+      "the template into the prompt");
 }
 
 std::optional<std::string> chatml_default_system(std::string_view t) {

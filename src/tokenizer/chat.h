@@ -22,15 +22,18 @@ enum class ChatTemplateKind {
   kChatml = 2,  ///< <|im_start|>role\n...<|im_end|>\n, Dream (Qwen2.5 template)
   /// <role>ROLE</role>...<|role_end|>, LLaDA-MoE-7B-A1B-Instruct (the Ling 2.0 "bailing2" format)
   kLladaMoe = 3,
-  kSentinel = 4,
+  /// <|turn>role\n...<turn|>\n, Gemma 4 and DiffusionGemma (assistant is "model"; the generation
+  /// prompt opens an empty thought channel)
+  kGemma4 = 4,
+  kSentinel = 5,
 };
 
-/// "none", "llada", "chatml", "llada-moe".
+/// "none", "llada", "chatml", "llada-moe", "gemma4".
 const char* chat_template_kind_name(ChatTemplateKind k);
 
 /// Recognises the template from its text: contains "<|start_header_id|>" -> kLlada, "<|im_start|>" ->
-/// kChatml, "<role>" and "<|role_end|>" -> kLladaMoe, empty -> kNone. Any other template ->
-/// dllm::Error naming the problem and suggesting --no-chat.
+/// kChatml, "<role>" and "<|role_end|>" -> kLladaMoe, "<|turn>" -> kGemma4, empty -> kNone. Any other
+/// template -> dllm::Error naming the problem and suggesting --no-chat.
 ChatTemplateKind detect_chat_template(std::string_view template_text);
 
 /// The ChatML template's built-in system prompt (Dream: "You are a helpful assistant."), taken from the

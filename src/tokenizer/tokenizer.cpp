@@ -60,9 +60,12 @@ const std::vector<std::string_view> kFimSepTexts = {"<|file_sep|>"};
 // End-of-generation spellings (llama.cpp's EOG list, which includes "</s>": that is how Dream's ordinary
 // Qwen2 token 128247 becomes CONTROL and EOG, as llama-vocab.cpp's EOG detection does).
 const std::vector<std::string_view> kEogTexts = {
-    "<|eot_id|>",        "<|im_end|>", "<|end|>",    "<|return|>", "<|call|>", "<end_of_turn>",
-    "<|endoftext|>",     "</s>",       "<|eom_id|>", "<EOT>",      "_<EOT>",   "<|end_of_text|>",
-    "<end_of_utterance>"};
+    "<|eot_id|>",         "<|im_end|>", "<|end|>",         "<|return|>", "<|call|>", "<end_of_turn>",
+    "<|endoftext|>",      "</s>",       "<|eom_id|>",      "<EOT>",      "_<EOT>",   "<|end_of_text|>",
+    "<end_of_utterance>", "<turn|>",    "<|tool_response>"};  // the last two: Gemma 4 (llama-vocab.cpp)
+
+/// U+2581, SentencePiece's space.
+constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
 
 }  // namespace
 
@@ -83,6 +86,12 @@ struct Tokenizer::Impl {
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, mask = -1, pad = -1;
   bool add_bos = false, add_eos = false;
   bool ignore_merges = false;  ///< llama3: a word that is a whole token skips BPE (llama.cpp)
+  /// tokenizer.ggml.model "gemma4": SentencePiece-style BPE over raw UTF-8 (llama.cpp llama-vocab.cpp
+  /// LLAMA_VOCAB_PRE_TYPE_GEMMA4): spaces become U+2581, the text splits into runs of newlines and
+  /// runs of anything else, BPE starts from one symbol per character, a character without a token
+  /// falls back to its bytes' <0xXX> tokens; decoding turns U+2581 back into spaces.
+  bool spm_bpe = false;
+  std::array<int32_t, 256> hex_byte_token{};  ///< spm_bpe: the <0xXX> token of each byte
   std::string pre_name;
   std::string chat_template;
   std::optional<PreTokenizer> pre;
@@ -98,6 +107,12 @@ struct Tokenizer::Impl {
     }
   }
   void bpe_word(std::string_view word, std::vector<int32_t>& out) const;
+  /// spm_bpe: one run of the escaped text.
+  void spm_word(std::string_view word, std::vector<int32_t>& out) const;
+  /// Merges adjacent symbols by rank (ids < 0 never merge): out gets the surviving symbols' ids and,
+  /// when `first` is given, the index of each one's first input symbol.
+  void bpe_merge(std::vector<int32_t>& ids, std::vector<int32_t>& out,
+                 std::vector<int32_t>* first = nullptr) const;
 };
 
 VocabSpec read_vocab_spec(const gguf::GgufFile& f) {
@@ -136,16 +151,19 @@ Tokenizer Tokenizer::from_gguf(const gguf::GgufFile& file) {
 }
 
 Tokenizer Tokenizer::from_vocab(const VocabSpec& spec) {
-  if (spec.model != "gpt2") {
-    throw Error("unsupported tokenizer.ggml.model: " + spec.model + " (supported: gpt2, byte-level BPE)");
+  if (spec.model != "gpt2" && spec.model != "gemma4") {
+    throw Error("unsupported tokenizer.ggml.model: " + spec.model +
+                " (supported: gpt2, byte-level BPE; gemma4, SentencePiece-style BPE)");
   }
   auto im = std::make_unique<Impl>();
   Impl& v = *im;
-  v.pre_name = spec.pre.value_or("default");
-  const PreType pre_type = pre_type_from_name(v.pre_name);
+  v.spm_bpe = spec.model == "gemma4";
+  v.pre_name = v.spm_bpe ? "gemma4" : spec.pre.value_or("default");
+  const PreType pre_type = v.spm_bpe ? PreType::kDefault : pre_type_from_name(v.pre_name);
   v.ignore_merges = pre_type == PreType::kLlama3;
   v.add_bos = pre_type == PreType::kLlama3;  // llama.cpp's per-pre default; the GGUF key overrides it
   if (spec.add_bos) v.add_bos = *spec.add_bos;
+  if (v.spm_bpe) v.add_bos = true;  // llama.cpp forces it for Gemma 4 (llama-vocab.cpp, PR #21500)
   v.add_eos = spec.add_eos.value_or(false);
   v.chat_template = spec.chat_template;
 
@@ -166,6 +184,11 @@ Tokenizer Tokenizer::from_vocab(const VocabSpec& spec) {
 
   const ByteUnicodeMap& bu = byte_unicode_map();
   for (int b = 0; b < 256; ++b) v.byte_token[b] = v.lookup(bu.byte_to_utf8[b]);
+  for (int b = 0; b < 256; ++b) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+    v.hex_byte_token[b] = v.lookup(hex);
+  }
 
   // Merges: "left right", rank = position. A merge whose parts or result are not tokens can never
   // fire on token ids; valid byte-level vocabularies have none.
@@ -256,6 +279,17 @@ Tokenizer Tokenizer::from_vocab(const VocabSpec& spec) {
     const std::string& t = v.texts[i];
     if (a & (kAttrControl | kAttrUnknown | kAttrUserDefined)) {
       v.decoded[i] = t;
+    } else if ((a & kAttrNormal) && v.spm_bpe) {
+      std::string out;
+      for (size_t k = 0; k < t.size();) {
+        if (t.compare(k, kSpmSpace.size(), kSpmSpace) == 0) {
+          out += ' ';
+          k += kSpmSpace.size();
+        } else {
+          out += t[k++];
+        }
+      }
+      v.decoded[i] = std::move(out);
     } else if (a & kAttrNormal) {
       std::string out;
       size_t k = 0;
@@ -300,7 +334,7 @@ void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out)
     }
   }
   const int n = static_cast<int>(word.size());
-  std::vector<int32_t> ids(n), next(n), prev(n);
+  std::vector<int32_t> ids(n);
   for (int i = 0; i < n; ++i) {
     const int32_t id = byte_token[static_cast<unsigned char>(word[i])];
     if (id < 0) {
@@ -310,19 +344,55 @@ void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out)
                     static_cast<unsigned char>(word[i]));
       throw Error(buf);
     }
-    ids[i] = id, next[i] = i + 1 < n ? i + 1 : -1, prev[i] = i - 1;
+    ids[i] = id;
   }
-  if (n == 1) {
-    out.push_back(ids[0]);
-    return;
+  bpe_merge(ids, out);
+}
+
+void Tokenizer::Impl::spm_word(std::string_view word, std::vector<int32_t>& out) const {
+  // A run of newlines that is a token stays whole (llama.cpp's Gemma 4 fix, PR #21343).
+  if (word.find_first_not_of('\n') == std::string_view::npos) {
+    const int32_t id = lookup(word);
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
   }
+  std::vector<int32_t> ids;
+  std::vector<std::string_view> chars;
+  for (size_t k = 0; k < word.size();) {
+    const Utf8Step st = utf8_step(word, k);
+    chars.push_back(word.substr(k, st.len));
+    ids.push_back(lookup(chars.back()));
+    k += st.len;
+  }
+  std::vector<int32_t> merged, first;
+  bpe_merge(ids, merged, &first);
+  // A symbol without a token (a character outside the vocabulary, never merged): its bytes' <0xXX>
+  // tokens (llama.cpp drops a byte without one).
+  for (size_t j = 0; j < merged.size(); ++j) {
+    if (merged[j] >= 0) {
+      out.push_back(merged[j]);
+      continue;
+    }
+    for (const unsigned char b : chars[static_cast<size_t>(first[j])])
+      if (hex_byte_token[b] >= 0) out.push_back(hex_byte_token[b]);
+  }
+}
+
+void Tokenizer::Impl::bpe_merge(std::vector<int32_t>& ids, std::vector<int32_t>& out,
+                                std::vector<int32_t>* first) const {
+  const int n = static_cast<int>(ids.size());
+  if (n == 0) return;
+  std::vector<int32_t> next(n), prev(n);
+  for (int i = 0; i < n; ++i) next[i] = i + 1 < n ? i + 1 : -1, prev[i] = i - 1;
   struct Cand {
     int32_t rank, left, right, left_id, right_id, result;
     bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
   };
   std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
   const auto try_add = [&](int l, int r) {
-    if (l < 0 || r < 0) return;
+    if (l < 0 || r < 0 || ids[l] < 0 || ids[r] < 0) return;
     auto it = merges.find((static_cast<uint64_t>(ids[l]) << 32) | static_cast<uint32_t>(ids[r]));
     if (it != merges.end()) heap.push({it->second.rank, l, r, ids[l], ids[r], it->second.result});
   };
@@ -342,7 +412,10 @@ void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out)
     try_add(prev[c.left], c.left);
     try_add(c.left, next[c.left]);
   }
-  for (int i = 0; i >= 0; i = next[i]) out.push_back(ids[i]);
+  for (int i = 0; i >= 0; i = next[i]) {
+    out.push_back(ids[i]);
+    if (first) first->push_back(i);
+  }
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special) const {
@@ -389,6 +462,24 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special
   for (const Frag& f : frags) {
     if (f.id >= 0) {
       out.push_back(f.id);
+      continue;
+    }
+    if (v.spm_bpe) {
+      // Spaces as U+2581, then runs of newlines and runs of the rest ("[^\n]+|[\n]+").
+      std::string esc;
+      for (const char ch : text.substr(f.off, f.len)) {
+        if (ch == ' ')
+          esc += kSpmSpace;
+        else
+          esc += ch;
+      }
+      for (size_t k = 0; k < esc.size();) {
+        const bool nl = esc[k] == '\n';
+        size_t e = k;
+        while (e < esc.size() && (esc[e] == '\n') == nl) ++e;
+        v.spm_word(std::string_view(esc).substr(k, e - k), out);
+        k = e;
+      }
       continue;
     }
     for (std::string_view word : v.pre->split(text.substr(f.off, f.len))) {

@@ -52,7 +52,8 @@ enum TokenAttr : uint32_t {
 /// Everything the tokenizer is built from: the tokenizer.ggml.* metadata of a GGUF, or a hand-made
 /// vocabulary in tests. Ids are -1 when the key is absent.
 struct VocabSpec {
-  std::string model = "gpt2";        ///< tokenizer.ggml.model; only "gpt2" (byte-level BPE) is supported
+  std::string model =
+      "gpt2";  ///< tokenizer.ggml.model; "gpt2" (byte-level BPE) or "gemma4" (SentencePiece-style BPE)
   std::optional<std::string> pre;    ///< tokenizer.ggml.pre; absent = "default" (as llama.cpp)
   std::vector<std::string> tokens;   ///< tokenizer.ggml.tokens, in GPT-2 byte-to-unicode form
   std::vector<int32_t> token_types;  ///< tokenizer.ggml.token_type (TokenType); empty = all NORMAL
@@ -73,7 +74,7 @@ VocabSpec read_vocab_spec(const gguf::GgufFile& file);
 class Tokenizer {
  public:
   /// Builds the tokenizer from the GGUF's tokenizer.* keys. Throws dllm::Error naming the value for an
-  /// unsupported tokenizer.ggml.model (anything but "gpt2") or an unknown tokenizer.ggml.pre, a
+  /// unsupported tokenizer.ggml.model (anything but "gpt2" or "gemma4") or an unknown tokenizer.ggml.pre, a
   /// malformed merge, or a token_type array whose length differs from the token count.
   static Tokenizer from_gguf(const gguf::GgufFile& file);
   /// Same from an explicit specification (tests, tools).

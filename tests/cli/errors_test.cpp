@@ -79,8 +79,11 @@ TEST_F(ModelErrors, UnsupportedArchitecture) {
         return true;
       },
       nullptr);
-  expect_error(run_on(path),
-               "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1, llada2)", 1);
+  expect_error(
+      run_on(path),
+      "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1, llada2, gemma4, "
+      "diffusion-gemma)",
+      1);
 }
 
 // LLaDA2's routing keys that contradict each other (tiny-llada2: 16 experts in 4 groups, 2 kept, 4
@@ -237,7 +240,8 @@ TEST_F(ModelErrors, MatrixKernelType) {
     return true;
   });
   const std::string message =
-      "tensor blk.0.attn_q.weight is Q4_0: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16, BF16";
+      "tensor blk.0.attn_q.weight is Q4_0: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, F32, F16, "
+      "BF16";
   expect_error(run_on(path), message, 1);
   const std::string out = (dir_ / "logits.f32").string();
   expect_error(run_dllm({"logits", "--model", path, "--tokens", "1 2 3", "--out", out}), message, 1);

@@ -258,7 +258,7 @@ TEST(ForwardErrors, MatrixTypeWithoutKernel) {
     opt.max_tokens = 4;
     expect_error([&] { cpu::CpuForward fwd(model, opt); },
                  std::string("tensor ") + name + " is " + type_name +
-                     ": matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16, BF16");
+                     ": matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, F32, F16, BF16");
   }
 }
 

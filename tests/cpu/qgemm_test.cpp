@@ -679,9 +679,9 @@ TEST(QGemmDispatch, RefusesWithAClearMessage) {
     }
     return std::string("(no error)");
   };
-  EXPECT_EQ(
-      message(GgmlType::Q4_0, 64),
-      "tensor blk.0.attn_k.weight is Q4_0: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, F32, F16, BF16");
+  EXPECT_EQ(message(GgmlType::Q4_0, 64),
+            "tensor blk.0.attn_k.weight is Q4_0: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, F32, "
+            "F16, BF16");
   EXPECT_EQ(message(GgmlType::Q8_0, 48),
             "tensor blk.0.attn_k.weight: row length 48 is not a multiple of 32, as Q8_0 requires");
   EXPECT_EQ(message(GgmlType::Q5_K, 288),

@@ -159,7 +159,8 @@ TEST(SyntheticGguf, UsageErrors) {
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(
       r.out.find(
-          "ERROR: unknown --arch 'qwen2' (supported: llada, dream, llada-moe, rnd1, llada2, bailingmoe2)"),
+          "ERROR: unknown --arch 'qwen2' (supported: llada, dream, llada-moe, rnd1, llada2, bailingmoe2, "
+          "diffusion-gemma)"),
       std::string::npos)
       << r.out;
   r = run_tool("--arch llada --tiny --out /dev/null");
@@ -229,6 +230,41 @@ void check_tensor_data(const GgufFile& f) {
     // Random quants: every nibble value shows up in the first blocks.
     for (int v = 0; v < 16; ++v) EXPECT_GT(low_nibbles[v], 0u) << "nibble " << v;
   }
+}
+
+TEST(SyntheticGguf, DiffusionGemmaPlanHasTheLayoutOfPr24423) {
+  // DiffusionGemma 26B-A4B: global layers 5, 11, 17, 23, 29 without attn_v; rows of 2112 and 704 (not
+  // whole 256-blocks) fall back to Q5_0 / Q8_0 as llama-quantize does; about 16.8 GB in all, the size of
+  // Unsloth's Q4_K_M file (about 16 GB).
+  if (!kTool) GTEST_SKIP() << "tools/ not configured";
+  const ToolRun r = run_tool("--arch diffusion-gemma --dry-run");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::istringstream in(r.out);
+  std::string name, type, ne;
+  std::set<int> with_v;
+  double bytes = 0;
+  int down_fallback = 0, n = 0;
+  while (in >> name >> type >> ne) {
+    ++n;
+    int64_t count = 1;
+    std::stringstream dims(ne);
+    for (std::string d; std::getline(dims, d, ',');) count *= std::stoll(d);
+    const double per = type == "Q4_K"   ? 144.0 / 256
+                       : type == "Q6_K" ? 210.0 / 256
+                       : type == "Q5_0" ? 22.0 / 32
+                       : type == "Q8_0" ? 34.0 / 32
+                                        : 4.0;
+    bytes += per * static_cast<double>(count);
+    if (name.find("attn_v.weight") != std::string::npos) with_v.insert(std::stoi(name.substr(4)));
+    if (name.find("ffn_down") != std::string::npos && name.find(".weight") != std::string::npos) {
+      EXPECT_TRUE(type == "Q5_0" || type == "Q8_0") << name << " " << type;
+      ++down_fallback;
+    }
+  }
+  EXPECT_EQ(down_fallback, 60);
+  EXPECT_EQ(with_v.size(), 25u);
+  for (const int g : {5, 11, 17, 23, 29}) EXPECT_EQ(with_v.count(g), 0u) << g;
+  EXPECT_NEAR(bytes / 1e9, 16.8, 0.1);
 }
 
 TEST(SyntheticGguf, LladaTwoLayers) {

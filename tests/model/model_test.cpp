@@ -230,7 +230,9 @@ TEST(LoadErrors, MoeKeysAndTensors) {
 TEST(LoadErrors, UnsupportedArchitecture) {
   SyntheticSpec spec;
   spec.arch = "qwen2";
-  expect_load_error(spec, "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1, llada2)");
+  expect_load_error(spec,
+                    "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1, "
+                    "llada2, gemma4, diffusion-gemma)");
 }
 
 TEST(Config, PartialRopeFromTheDimensionCount) {

@@ -300,12 +300,29 @@ TEST(Q80, RandomBlocksMatchBitDecoder) {
   expect_mutants_rejected(bytes, testref::kQ8_0, testref::q8_0_value, want, {Mutation::kUnsigned});
 }
 
+TEST(Q50, RandomBlocksMatchBitDecoder) {
+  std::mt19937 rng(5678);
+  const int nb = 64;
+  auto bytes = random_bytes(rng, nb * 22);
+  for (int b = 0; b < nb; ++b) put_le16(&bytes[22 * b], random_half(rng, 1, 30));
+  const auto want = testref::decode_all(bytes, testref::kQ5_0, testref::q5_0_value);
+  EXPECT_EQ(mismatches(library_decode(GgmlType::Q5_0, bytes, testref::kQ5_0), want, "dequantize_row(Q5_0)"),
+            0u);
+  expect_mutants_rejected(bytes, testref::kQ5_0, testref::q5_0_value, want, {Mutation::kNoFifthBit});
+  // The Q8_0 blocks it converts to decode to the same values (the matrices multiply those).
+  std::vector<block_q8_0> q8(nb);
+  q5_0_to_q8_0(reinterpret_cast<const block_q5_0*>(bytes.data()), q8.data(), nb * 32);
+  std::vector<float> conv(nb * 32);
+  dequantize_row_q8_0(q8.data(), conv.data(), nb * 32);
+  EXPECT_EQ(mismatches(conv, want, "q5_0_to_q8_0"), 0u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Dispatcher contract.
 
 TEST(DequantizeRow, SupportedTypes) {
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_K,
-                     GgmlType::Q5_K, GgmlType::Q6_K})
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q5_0,
+                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
     EXPECT_TRUE(can_dequantize(t)) << static_cast<int>(t);
   for (GgmlType t :
        {GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q8_K, GgmlType::IQ4_XS, GgmlType::I32})

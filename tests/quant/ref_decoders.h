@@ -1,6 +1,6 @@
 // Independent f64 decoders for the ggml block formats, for the quant tests only.
 //
-// Written from the byte layouts in ggml-common.h (block_q8_0, block_q4_K, block_q5_K, block_q6_K)
+// Written from the byte layouts in ggml-common.h (block_q8_0, block_q5_0, block_q4_K, block_q5_K, block_q6_K)
 // and deliberately structured unlike src/quant: every value is assembled bit by bit from a (byte,
 // bit) address computed for that one element, and the arithmetic is done in double. Each decoder
 // takes a Mutation so a test can show that its comparison rejects a plausible wrong decoder.
@@ -19,6 +19,7 @@ struct Geometry {
   int block_values;
 };
 inline constexpr Geometry kQ8_0{34, 32};
+inline constexpr Geometry kQ5_0{22, 32};
 inline constexpr Geometry kQ4_K{144, 256};
 inline constexpr Geometry kQ5_K{176, 256};
 inline constexpr Geometry kQ6_K{210, 256};
@@ -61,6 +62,16 @@ inline double q8_0_value(const uint8_t* p, int i, Mutation mut = Mutation::kNone
   const int raw = p[2 + i];
   const int q = (mut == Mutation::kUnsigned) ? raw : (raw >= 128 ? raw - 256 : raw);
   return half_value(le16(p, 0)) * q;
+}
+
+/// Q5_0 value i (0..31) of the block at p: d (f16, bytes 0-1) * (q - 16), q = 4 low bits from byte
+/// 6 + i % 16 (the low nibble for i < 16, the high nibble for i >= 16) and bit 4 = bit i of the
+/// little-endian 32-bit qh (bytes 2-5), i.e. bit i % 8 of byte 2 + i / 8. kNoFifthBit ignores qh.
+inline double q5_0_value(const uint8_t* p, int i, Mutation mut = Mutation::kNone) {
+  int q = 0;
+  for (int b = 0; b < 4; ++b) q |= bit_at(p, 6 + i % 16, b + (i < 16 ? 0 : 4)) << b;
+  if (mut != Mutation::kNoFifthBit) q |= bit_at(p, 2 + i / 8, i % 8) << 4;
+  return half_value(le16(p, 0)) * (q - 16);
 }
 
 /// 6-bit scale (which = 0) or min (which = 1) of sub-block s (0..7) from the 12 scale bytes at p.

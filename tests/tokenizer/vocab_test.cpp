@@ -144,7 +144,8 @@ TEST(VocabErrors, UnsupportedModelAndPre) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "unsupported tokenizer.ggml.model: llama (supported: gpt2, byte-level BPE)");
+              "unsupported tokenizer.ggml.model: llama (supported: gpt2, byte-level BPE; gemma4, "
+              "SentencePiece-style BPE)");
   }
   s.model = "gpt2";
   s.pre = "tekken";

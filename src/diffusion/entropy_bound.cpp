@@ -1,0 +1,251 @@
+// The entropy-bound sampler (entropy_bound.h).
+#include "diffusion/entropy_bound.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "base/error.h"
+
+namespace dllm::diffusion {
+
+int32_t EbRng::token(int64_t n_vocab) {
+  // libstdc++ uniform_int_distribution, the 32-bit "downscaling" branch (Lemire's method).
+  const auto range = static_cast<uint64_t>(n_vocab);
+  uint64_t product = static_cast<uint64_t>(g_()) * range;
+  auto low = static_cast<uint32_t>(product);
+  if (low < range) {
+    const auto threshold = static_cast<uint32_t>((0x100000000ull - range) % range);
+    while (low < threshold) {
+      product = static_cast<uint64_t>(g_()) * range;
+      low = static_cast<uint32_t>(product);
+    }
+  }
+  return static_cast<int32_t>(product >> 32);
+}
+
+float EbRng::uniform() {
+  // libstdc++ generate_canonical<float, 24>: one 32-bit draw, x / 2^32 in float, clamped below 1.
+  const float r = static_cast<float>(g_()) / 4294967296.0f;
+  return r >= 1.0f ? std::nextafter(1.0f, 0.0f) : r;
+}
+
+float eb_temperature(const EntropyBoundParams& p, int64_t cur_step) {
+  return p.t_min + (p.t_max - p.t_min) * (static_cast<float>(cur_step) / static_cast<float>(p.max_steps));
+}
+
+EbRow eb_row(const float* row, int64_t n_vocab, float temp_inv, float u) {
+  EbRow r;
+  float m = -INFINITY;
+  for (int64_t v = 0; v < n_vocab; ++v) {
+    const float z = row[v] * temp_inv;
+    if (z > m) {
+      m = z;
+      r.argmax = static_cast<int32_t>(v);
+    }
+  }
+  float Z = 0.0f;
+  for (int64_t v = 0; v < n_vocab; ++v) Z += std::exp(row[v] * temp_inv - m);
+  const float target = u * Z;
+  float cum = 0.0f, H = 0.0f;
+  r.sampled = static_cast<int32_t>(n_vocab - 1);
+  bool picked = false;
+  for (int64_t v = 0; v < n_vocab; ++v) {
+    const float e = std::exp(row[v] * temp_inv - m);
+    const float p = e / Z;
+    if (p > 0.0f) H -= p * std::log(p);
+    cum += e;
+    if (!picked && cum >= target) {
+      r.sampled = static_cast<int32_t>(v);
+      picked = true;
+    }
+  }
+  r.entropy = H;
+  return r;
+}
+
+std::vector<char> eb_accept(std::span<const float> entropy, double bound) {
+  const auto C = static_cast<int32_t>(entropy.size());
+  std::vector<int32_t> order(static_cast<size_t>(C));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return entropy[a] < entropy[b]; });
+  std::vector<char> accepted(static_cast<size_t>(C), 0);
+  double cum = 0.0;
+  for (const int32_t pos : order) {
+    cum += entropy[pos];
+    if (cum - entropy[pos] <= bound) accepted[pos] = 1;
+  }
+  return accepted;
+}
+
+int64_t eb_trim(std::span<const int32_t> canvas, std::span<const int32_t> end_ids) {
+  const size_t n = canvas.size();
+  size_t cut = n;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::find(end_ids.begin(), end_ids.end(), canvas[i]) != end_ids.end()) {
+      cut = i;
+      break;
+    }
+  }
+  for (size_t i = 0; i + 1 < cut; ++i) {
+    bool loop = false;
+    for (size_t stride = 1; stride <= 2 && !loop; ++stride) {
+      size_t reps = 0;
+      for (size_t j = i; j + stride < n && canvas[j] == canvas[j + stride]; j += stride) ++reps;
+      loop = reps >= 6;
+    }
+    if (loop) return static_cast<int64_t>(i);
+  }
+  return static_cast<int64_t>(cut);
+}
+
+EntropyBoundSequence::EntropyBoundSequence(std::span<const int32_t> prompt, const EntropyBoundParams& p,
+                                           int64_t n_vocab, int64_t n_vocab_draw,
+                                           std::function<void(const EbStepInfo&)> on_step)
+    : p_(p),
+      n_vocab_(n_vocab),
+      n_vocab_draw_(n_vocab_draw),
+      on_step_(std::move(on_step)),
+      prefix_(prompt.begin(), prompt.end()) {
+  if (p.canvas_length <= 0 || p.max_steps <= 0 || p.max_tokens <= 0)
+    throw UsageError("canvas length, steps and max tokens must be positive");
+  if (!(p.t_min > 0.0f) || !(p.t_max > 0.0f))
+    throw UsageError("the entropy-bound temperatures (t_min " + std::to_string(p.t_min) + ", t_max " +
+                     std::to_string(p.t_max) + ") must be positive");
+  if (!(p.entropy_bound >= 0.0f) || !(p.confidence >= 0.0f) || p.stability < 0)
+    throw UsageError("the entropy bound, the confidence threshold and the stability count must be >= 0");
+  if (prefix_.empty()) throw UsageError("the prompt is empty: DiffusionGemma needs at least one token");
+  const auto C = static_cast<size_t>(p.canvas_length);
+  logits_.resize(C * static_cast<size_t>(n_vocab));
+  prev_logits_.resize(logits_.size());
+  for (int64_t i = 0; i < p.canvas_length; ++i) rows_.push_back(0);
+  // The prompt's causal encoding first.
+  encoding_ = true;
+}
+
+void EntropyBoundSequence::start_block() {
+  const auto C = static_cast<size_t>(p_.canvas_length);
+  rng_ = std::make_unique<EbRng>(p_.seed);  // re-created per block (local to the PR's function)
+  canvas_.resize(C);
+  for (auto& t : canvas_) t = rng_->token(n_vocab_draw_);
+  prev_argmax_.assign(C, -1);
+  argmax_.assign(C, 0);
+  sampled_.assign(C, 0);
+  renoise_.assign(C, 0);
+  entropy_.assign(C, 0.0f);
+  u_.assign(C, 0.0f);
+  cur_step_ = p_.max_steps;
+  held_ = 0;
+  have_prev_ = false;
+  prev_temp_inv_ = 1.0f;
+  for (size_t i = 0; i < C; ++i) rows_[i] = static_cast<int32_t>(encoded_ + static_cast<int64_t>(i));
+}
+
+std::span<const forward::Segment> EntropyBoundSequence::next() const {
+  if (done_) throw Error("entropy-bound sequence: no step left");
+  seg_ = forward::Segment{};
+  seg_.kv = &kv_;
+  if (encoding_) {
+    // The prefix not yet in K/V (the prompt, or the block just finished), causally.
+    enc_tokens_.assign(prefix_.begin() + encoded_, prefix_.end());
+    seg_.tokens = enc_tokens_;
+    seg_.first = encoded_;
+    seg_.mask = forward::MaskRule::causal();
+    return {&seg_, 1};
+  }
+  seg_.tokens = canvas_;
+  seg_.first = encoded_;
+  seg_.mask = forward::MaskRule::causal_prompt(encoded_);
+  seg_.logit_rows = rows_;
+  seg_.logits = logits_.data();
+  if (have_prev_) {
+    seg_.self_cond = prev_logits_;
+    seg_.self_cond_scale = prev_temp_inv_;
+  }
+  return {&seg_, 1};
+}
+
+void EntropyBoundSequence::accept() {
+  if (done_) throw Error("entropy-bound sequence: no step left");
+  if (encoding_) {
+    encoding_ = false;
+    encoded_ = static_cast<int64_t>(prefix_.size());
+    start_block();
+    return;
+  }
+  const int64_t C = p_.canvas_length, V = n_vocab_;
+  const float t = eb_temperature(p_, cur_step_), temp_inv = 1.0f / t;
+  for (int64_t i = 0; i < C; ++i) {
+    u_[i] = rng_->uniform();
+    renoise_[i] = rng_->token(n_vocab_draw_);
+  }
+  const std::vector<int32_t> input = canvas_;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < C; ++i) {
+    const EbRow r = eb_row(&logits_[static_cast<size_t>(i * V)], V, temp_inv, u_[i]);
+    argmax_[i] = r.argmax;
+    sampled_[i] = r.sampled;
+    entropy_[i] = r.entropy;
+  }
+  const std::vector<char> accepted = eb_accept(entropy_, p_.entropy_bound);
+  float entropy_sum = 0.0f;
+  for (int64_t i = 0; i < C; ++i) {
+    canvas_[i] = accepted[i] ? sampled_[i] : renoise_[i];
+    entropy_sum += entropy_[i];
+  }
+  held_ = prev_argmax_ == argmax_ ? held_ + 1 : 0;
+  const float mean = entropy_sum / static_cast<float>(C);
+  const bool stop = held_ >= p_.stability && mean < p_.confidence;
+  ++steps_run_;
+  if (on_step_) {
+    EbStepInfo info;
+    info.block = block_;
+    info.step = p_.max_steps - cur_step_;
+    info.cur_step = cur_step_;
+    info.t = t;
+    info.input_canvas = input;
+    info.argmax = argmax_;
+    info.sampled = sampled_;
+    info.renoise = renoise_;
+    info.entropy = entropy_;
+    info.u = u_;
+    info.accepted = accepted;
+    info.mean_entropy = mean;
+    info.stop = stop;
+    on_step_(info);
+  }
+  prev_argmax_ = argmax_;
+  prev_temp_inv_ = temp_inv;
+  std::swap(prev_logits_, logits_);
+  have_prev_ = true;
+  --cur_step_;
+  if (!stop && cur_step_ >= 1) return;
+  // The block is finished: its argmax canvas, cut.
+  const int64_t cut = eb_trim(argmax_, p_.end_ids);
+  result_.argmax.push_back(argmax_);
+  result_.cut.push_back(cut);
+  result_.steps.push_back(p_.max_steps - cur_step_);
+  result_.answer.insert(result_.answer.end(), argmax_.begin(), argmax_.begin() + cut);
+  ++block_;
+  const int64_t n_blocks = (p_.max_tokens + C - 1) / C;
+  if (cut < C || block_ >= n_blocks) {
+    done_ = true;
+    return;
+  }
+  prefix_.insert(prefix_.end(), argmax_.begin(), argmax_.begin() + cut);
+  encoding_ = true;
+}
+
+EbResult generate_entropy_bound(forward::Forward& model, std::span<const int32_t> prompt,
+                                const EntropyBoundParams& p, int64_t n_vocab_draw,
+                                const std::function<void(const EbStepInfo&)>& on_step) {
+  EntropyBoundSequence s(prompt, p, model.n_vocab(), n_vocab_draw, on_step);
+  while (!s.done()) {
+    model.forward(s.next());
+    s.accept();
+  }
+  return s.result();
+}
+
+}  // namespace dllm::diffusion
