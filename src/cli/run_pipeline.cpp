@@ -218,6 +218,25 @@ std::string quant_mix(const model::Model& m) {
 
 /// DiffusionGemma: the entropy-bound sampler (diffusion/entropy_bound.h) with the file's diffusion.eb_*
 /// defaults, each overridden by its flag; every finished block's answer is printed as it ends.
+namespace {
+
+/// Fills the report's peak memory and total time, prints it (--verbose on stderr, --json on stdout)
+/// and returns run's exit status, 0.
+int finish_report(RunReport& report, const RunOptions& o, const Stopwatch& total) {
+  report.peak_rss_bytes = peak_rss_bytes();
+  report.total_ms = total.elapsed_ms();
+  if (o.verbose) print_verbose_summary(report);
+  if (o.json) {
+    const std::string j = report_json(report);
+    std::fwrite(j.data(), 1, j.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
 int run_entropy_bound(const RunOptions& o, const model::ModelConfig& cfg, const tokenizer::Tokenizer& tok,
                       forward::Forward& source, RunReport& report, Stopwatch& total, int64_t n_prompt) {
   diffusion::EntropyBoundParams p;
@@ -292,16 +311,7 @@ int run_entropy_bound(const RunOptions& o, const model::ModelConfig& cfg, const 
   report.ended_with_end_token = !r.cut.empty() && r.cut.back() < p.canvas_length &&
                                 r.cut.back() < static_cast<int64_t>(r.argmax.back().size()) &&
                                 tok.is_eog(r.argmax.back()[static_cast<size_t>(r.cut.back())]);
-  report.peak_rss_bytes = peak_rss_bytes();
-  report.total_ms = total.elapsed_ms();
-  if (o.verbose) print_verbose_summary(report);
-  if (o.json) {
-    const std::string j = report_json(report);
-    std::fwrite(j.data(), 1, j.size(), stdout);
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-  }
-  return 0;
+  return finish_report(report, o, total);
 }
 
 int run_generate(RunOptions& o) {
@@ -500,17 +510,7 @@ int run_generate(RunOptions& o) {
     for (const auto& r : report.warnings) seen = seen || r == w;
     if (!seen) warn(report, w);
   }
-  report.peak_rss_bytes = peak_rss_bytes();
-  report.total_ms = total.elapsed_ms();
-
-  if (o.verbose) print_verbose_summary(report);
-  if (o.json) {
-    const std::string j = report_json(report);
-    std::fwrite(j.data(), 1, j.size(), stdout);
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-  }
-  return 0;
+  return finish_report(report, o, total);
 }
 
 }  // namespace dllm::cli
