@@ -15,7 +15,7 @@ import signal
 import time
 import unittest
 
-from server_util import FAIRYTALES, LLADA, Server, metric, request
+from server_util import FAIRYTALES, LLADA, SHARED, Server, metric, request
 from browser import chromium, missing
 
 from selenium.common.exceptions import TimeoutException
@@ -25,6 +25,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 BUILD = os.path.dirname(os.path.dirname(os.environ.get("DLLM_BINARY", "build/bin/dllm")))
 CHAT = "/v1/chat/completions"
+LLADA2 = os.path.join(SHARED, "reference", "tiny-llada2-q4km.gguf")
+DIFFUSION_GEMMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "diffusion-gemma",
+                               "tiny-diffusion-gemma-q4km.gguf")
 WAIT_S = 60  # any wait for the page; a tiny model answers in well under a second
 
 # Records every change of a canvas view's data-step / data-committed / data-block with its old value
@@ -475,6 +478,43 @@ class BrowserOwnServer(unittest.TestCase):
             p.wait_idle()
             self.assertIn("refused the API key", p.notes()[-1])
             self.assertTrue(p.find("key-form").is_displayed())
+
+    def block_diffusion_defaults(self, model, schedule, disabled, sent):
+        """The page on a block-diffusion model with its settings untouched: the panel offers what the
+        model's sampler takes (the rest disabled), the request carries the defaults GET /props gave,
+        and the answer equals the API's for those settings."""
+        with Server(model) as s:
+            p = Page(self.d, s.url).open()
+            props = json.loads(request(s.port, "GET", "/props")[2])
+            self.assertEqual(props["schedule"], schedule)
+            p.find("settings-toggle").click()
+            off = {n for n in ("block_length", "threshold", "cache", "temperature", "top_p")
+                   if not p.find("setting-" + n).is_enabled()}
+            self.assertEqual(off, disabled)
+            d = props["default_generation_settings"]
+            if "cache" not in disabled:
+                self.assertEqual(p.find("setting-cache").get_attribute("value"), d["cache"])
+            p.watch()
+            p.send("Hello there")
+            p.wait_idle()
+            self.assertEqual(p.notes(), [])
+            settings = {k: d[k] for k in sent if d.get(k) is not None}
+            self.assertEqual(p.answers()[-1], reference(s.port, [{"role": "user", "content": "Hello there"}], settings))
+            steps, _, blocks, _ = p.seen(0)
+            self.assertGreaterEqual(len(set(steps)), 2, steps)
+            return blocks
+
+    @unittest.skipUnless(os.path.exists(LLADA2), f"{LLADA2} not found")
+    def test_llada2_with_its_defaults(self):
+        blocks = self.block_diffusion_defaults(LLADA2, "block_diffusion", set(),
+                                               ("max_tokens", "temperature", "seed", "threshold", "steps"))
+        self.assertTrue(blocks, "the active block was never marked")
+
+    @unittest.skipUnless(os.path.exists(DIFFUSION_GEMMA), f"{DIFFUSION_GEMMA} not found")
+    def test_diffusion_gemma_with_its_defaults(self):
+        self.block_diffusion_defaults(DIFFUSION_GEMMA, "entropy_bound",
+                                      {"block_length", "threshold", "cache", "temperature", "top_p"},
+                                      ("max_tokens", "seed", "steps"))
 
     @unittest.skipUnless(os.path.exists(LLADA), f"{LLADA} not found")
     def test_stop_cancels_the_request(self):

@@ -147,24 +147,34 @@ function fields() {
   return $("settings-form").elements;
 }
 
+/** Which settings each sampler family (GET /props "schedule") takes, and its cache modes. */
+const FAMILIES = {
+  llada: { unused: ["top_p"], caches: ["none", "prefix", "dual"] },
+  dream: { unused: [], caches: ["none", "prefix", "dual"] },
+  block_diffusion: { unused: [], caches: ["exact", "none"] },
+  entropy_bound: { unused: ["block_length", "threshold", "cache", "temperature", "top_p"], caches: [] },
+};
+
 function resetSettings() {
   const f = fields();
   const p = page.props;
   if (!p) return;
   const d = p.default_generation_settings;
+  const family = FAMILIES[p.schedule] || FAMILIES.dream;
   f.max_tokens.value = d.max_tokens;
   f.steps.value = d.steps;
   f.block_length.value = d.block_length > 0 ? d.block_length : "";
   f.block_length.placeholder = d.block_length > 0 ? "" : "one block";
   f.threshold.value = d.threshold == null ? "" : d.threshold;
-  f.cache.value = d.cache;
-  f.temperature.value = d.temperature;
-  f.top_p.value = d.top_p;
+  for (const o of f.cache.options) o.disabled = !family.caches.includes(o.value);
+  f.cache.value = d.cache || "none";
+  f.temperature.value = d.temperature == null ? "" : d.temperature;
+  f.top_p.value = d.top_p == null ? "" : d.top_p;
   f.seed.value = d.seed;
-  // top_p applies to Dream's sampler only (LLaDA ignores it).
-  const dream = p.schedule === "dream";
-  f.top_p.disabled = !dream;
-  $("top-p-note").textContent = dream ? "1 = off" : "Dream only";
+  // A setting the model's sampler does not take is shown disabled and never sent.
+  for (const name of ["block_length", "threshold", "cache", "temperature", "top_p"])
+    f[name].disabled = family.unused.includes(name);
+  $("top-p-note").textContent = f.top_p.disabled ? "not for this model" : "1 = off";
   page.stepsEdited = false;
 }
 
@@ -186,12 +196,15 @@ function settingsBody() {
     if (v !== null) body[name] = v;
   }
   if (threshold !== null) body.threshold = threshold;
-  else if (num("steps") !== null) body.steps = num("steps");
+  // With a threshold LLaDA and Dream run until the block is full (no steps); block diffusion's steps
+  // per block are its threshold's fallback schedule.
+  const blockDiffusion = page.props && page.props.schedule === "block_diffusion";
+  if ((threshold === null || blockDiffusion) && num("steps") !== null) body.steps = num("steps");
   for (const name of ["block_length", "top_p"]) {
     const v = num(name);
     if (v !== null && v !== d[name]) body[name] = v;
   }
-  if (f.cache.value !== (d.cache || "none")) body.cache = f.cache.value;
+  if (!f.cache.disabled && f.cache.value !== (d.cache || "none")) body.cache = f.cache.value;
   return body;
 }
 
