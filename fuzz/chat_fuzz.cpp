@@ -1,5 +1,5 @@
 // libFuzzer harness: a system message and a user message rendered through each built-in chat
-// template (LLaDA's Llama-3 headers, Dream's ChatML, LLaDA-MoE's role template, none) and tokenized as
+// template (LLaDA's Llama-3 headers, Dream's ChatML, LLaDA-MoE's role template, Gemma 4's turns, none)
 // `run` does.
 //
 // Input: byte 0 = flags; the rest split at 0xFF bytes (never part of valid UTF-8) into fields.
@@ -16,7 +16,7 @@
 // unsupported template, a marker missing from the vocabulary); the ids are in range and start with
 // BOS when the tokenizer adds one; their pieces (control tokens rendered) spell render_chat()'s
 // text; that text ends with the user turn as the template writes it, with the message trimmed by
-// an independent Python str.strip() for LLaDA and untouched for ChatML and LLaDA-MoE.
+// an independent Python str.strip() for LLaDA and Gemma 4 and untouched for ChatML and LLaDA-MoE.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -213,6 +213,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(
           ends_with(rendered, "<role>HUMAN</role>" + opts.prompt + "<|role_end|><role>ASSISTANT</role>"),
           "LLaDA-MoE user turn");
+      break;
+    case tokenizer::ChatTemplateKind::kGemma4:
+      // Gemma 4's template: '<|turn>user\n' + content | trim + '<turn|>\n', then the generation prompt
+      // '<|turn>model\n' with an empty thought channel (src/tokenizer/chat.cpp names the source).
+      FUZZ_CHECK(ends_with(rendered, "<|turn>user\n" + python_strip(opts.prompt) +
+                                         "<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"),
+                 "Gemma 4 user turn");
       break;
     case tokenizer::ChatTemplateKind::kNone:
       FUZZ_CHECK(rendered == opts.prompt, "no template changed the prompt");
