@@ -28,10 +28,11 @@ struct TensorSpec {
 };
 
 /// Every tensor layer il of a model with config c binds, as its description d says: attn_norm,
-/// attn_{q,k,v,output} (attn_qkv instead of q, k, v with fused_qkv; + biases with qkv_bias, attn_{q,k}_norm with qk_norm), ffn_norm, then
-/// ffn_{gate,up,down} (kDense) or ffn_gate_inp and ffn_{gate,up,down}_exps (kMoe; with shared experts
-/// ffn_{gate,up,down}_shexp, with a selection bias exp_probs_b.bias); a Gemma-4 layer (LayerDesc::gemma)
-/// its own set (gemma_layer_tensors in tensors.cpp, as PR #24423's diffusion-gemma.cpp binds them).
+/// attn_{q,k,v,output} (attn_qkv instead of q, k, v with fused_qkv; + biases with qkv_bias, attn_{q,k}_norm
+/// with qk_norm), ffn_norm, then ffn_{gate,up,down} (kDense) or ffn_gate_inp and ffn_{gate,up,down}_exps
+/// (kMoe; with shared experts ffn_{gate,up,down}_shexp, with a selection bias exp_probs_b.bias); a Gemma-4
+/// layer (LayerDesc::gemma) its own set (gemma_layer_tensors in tensors.cpp, as PR #24423's
+/// diffusion-gemma.cpp binds them).
 std::vector<TensorSpec> layer_tensors(const ModelConfig& c, const LayerDesc& d);
 
 }  // namespace dllm::model
