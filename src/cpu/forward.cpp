@@ -209,7 +209,7 @@ struct CpuForward::Impl final : model::DeviceOps {
           experts.emplace_back();
           break;
         case model::FfnKind::kMoe:
-          experts.push_back(make_moe_experts(model, lw, isa));
+          experts.push_back(make_moe_experts(model, lw, isa, expert_layout(c)));
           break;
         case model::FfnKind::kGegluDenseMoe:
           lm.gate = make(lw.ffn_gate);

@@ -24,10 +24,12 @@ using Kernel = void (*)(const qgemm::GemmArgs&);
 
 // The kernel of each packed layout for one path. q6_K8: Q6_K uses the Q6K8Block byte layout (the
 // AVX-512 and AMX paths); u8: the Q8_0 kernel multiplies the activations + 128 (the VNNI paths);
-// q6_K8_u8: the Q6K8Block kernel does too (AVX-512; the tiles multiply signed bytes).
+// q6_K8_u8: the Q6K8Block kernel does too (AVX-512; the tiles multiply signed bytes). q6_K_compact: the
+// path's Q6KBlock kernel for WeightLayout::kCompact, where it has one at VNNI speed (else nullptr).
 struct KernelSet {
   Kernel q4_K, q5_K, q6_K, q8_0;
   bool q6_K8 = false, u8 = false, q6_K8_u8 = true;
+  Kernel q6_K_compact = nullptr;
 };
 
 KernelSet kernel_set(Isa isa) {
@@ -36,11 +38,14 @@ KernelSet kernel_set(Isa isa) {
     case Isa::kAvx2:
       return {gemm_q4_K_avx2, gemm_q5_K_avx2, gemm_q6_K8_avx2, gemm_q8_0_avx2, true, false, true};
     case Isa::kAvxVnni:
-      return {gemm_q4_K_avxvnni, gemm_q5_K_avxvnni, gemm_q6_K_avxvnni, gemm_q8_0_avxvnni, false, true};
+      return {gemm_q4_K_avxvnni, gemm_q5_K_avxvnni, gemm_q6_K_avxvnni, gemm_q8_0_avxvnni, false, true, true,
+              gemm_q6_K_avxvnni};
     case Isa::kAvx512Vnni:
-      return {gemm_q4_K_avx512, gemm_q5_K_avx512, gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true};
+      return {gemm_q4_K_avx512,   gemm_q5_K_avx512, gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true, true,
+              gemm_q6_K_avx512ymm};
     case Isa::kAmx:
-      return {gemm_q4_K_amx, gemm_q5_K_amx, gemm_q6_K8_amx, gemm_q8_0_amx, true, false, false};
+      return {gemm_q4_K_amx, gemm_q5_K_amx, gemm_q6_K8_amx, gemm_q8_0_amx,
+              true,          false,         false,          gemm_q6_K_avx512ymm};
     case Isa::kScalar:
       break;
   }
@@ -139,7 +144,8 @@ class PackedMatrix final : public Matrix {
 };
 
 // make_matrix for the packed types over `k`; nullptr for the other types.
-std::unique_ptr<Matrix> make_packed(const gguf::TensorInfo& tensor, const uint8_t* data, const KernelSet& k) {
+std::unique_ptr<Matrix> make_packed(const gguf::TensorInfo& tensor, const uint8_t* data, const KernelSet& k,
+                                    WeightLayout layout) {
   using gguf::GgmlType;
   const GgmlType type = tensor.type;
   if (type != GgmlType::Q4_K && type != GgmlType::Q5_K && type != GgmlType::Q6_K && type != GgmlType::Q8_0) {
@@ -168,7 +174,8 @@ std::unique_ptr<Matrix> make_packed(const gguf::TensorInfo& tensor, const uint8_
     default:
       break;
   }
-  if (k.q6_K8) {
+  const bool compact = layout == WeightLayout::kCompact && k.q6_K_compact != nullptr;
+  if (k.q6_K8 && !compact) {
     // The byte layout: 1.3x the bytes of Q6KBlock, but the kernel no longer spends most of its
     // instructions unpacking (docs/kernels.md).
     auto blocks = qgemm::pack_q6_K8(reinterpret_cast<const quant::block_q6_K*>(data), n_out, n_in);
@@ -176,7 +183,8 @@ std::unique_ptr<Matrix> make_packed(const gguf::TensorInfo& tensor, const uint8_
                                                             k.q6_K8_u8);
   }
   auto blocks = qgemm::pack_q6_K(reinterpret_cast<const quant::block_q6_K*>(data), n_out, n_in);
-  return std::make_unique<PackedMatrix<qgemm::Q6KBlock>>(n_out, n_in, std::move(blocks), k.q6_K, false);
+  return std::make_unique<PackedMatrix<qgemm::Q6KBlock>>(n_out, n_in, std::move(blocks),
+                                                         compact ? k.q6_K_compact : k.q6_K, false);
 }
 
 bool packed_type(gguf::GgmlType type) {
@@ -186,7 +194,8 @@ bool packed_type(gguf::GgmlType type) {
 
 }  // namespace
 
-std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa) {
+std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa,
+                                    WeightLayout layout) {
   if (tensor.type == gguf::GgmlType::Q5_0 && tensor.ne[0] % quant::kQK8_0 == 0) {
     // Q5_0 values are Q8_0 values (quant::q5_0_to_q8_0, exact): converted once, then packed as Q8_0,
     // which the packing copies.
@@ -195,14 +204,14 @@ std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_
     quant::q5_0_to_q8_0(reinterpret_cast<const quant::block_q5_0*>(data), q8.data(), n_out * tensor.ne[0]);
     gguf::TensorInfo t = tensor;
     t.type = gguf::GgmlType::Q8_0;
-    return make_matrix(t, reinterpret_cast<const uint8_t*>(q8.data()), isa);
+    return make_matrix(t, reinterpret_cast<const uint8_t*>(q8.data()), isa, layout);
   }
   if (!packed_type(tensor.type)) return make_matrix_ref(tensor, data);
   if (!isa_supported(isa)) {
     throw Error("tensor " + tensor.name + ": kernel path " + isa_name(isa) +
                 " is not supported by this CPU; use --isa auto");
   }
-  return make_packed(tensor, data, kernel_set(isa));
+  return make_packed(tensor, data, kernel_set(isa), layout);
 }
 
 std::unique_ptr<Matrix> make_matrix_vnni_emulated(const gguf::TensorInfo& tensor, const uint8_t* data) {
@@ -213,7 +222,8 @@ std::unique_ptr<Matrix> make_matrix_vnni_emulated(const gguf::TensorInfo& tensor
   using namespace qgemm;
   return make_packed(
       tensor, data,
-      KernelSet{gemm_q4_K_vnniemu, gemm_q5_K_vnniemu, gemm_q6_K_vnniemu, gemm_q8_0_vnniemu, false, true});
+      KernelSet{gemm_q4_K_vnniemu, gemm_q5_K_vnniemu, gemm_q6_K_vnniemu, gemm_q8_0_vnniemu, false, true},
+      WeightLayout::kFast);
 }
 
 std::unique_ptr<Matrix> make_matrix_amx_emulated(const gguf::TensorInfo& tensor, const uint8_t* data) {
@@ -221,7 +231,8 @@ std::unique_ptr<Matrix> make_matrix_amx_emulated(const gguf::TensorInfo& tensor,
   using namespace qgemm;
   return make_packed(
       tensor, data,
-      KernelSet{gemm_q4_K_amxemu, gemm_q5_K_amxemu, gemm_q6_K8_amxemu, gemm_q8_0_amxemu, true, false, false});
+      KernelSet{gemm_q4_K_amxemu, gemm_q5_K_amxemu, gemm_q6_K8_amxemu, gemm_q8_0_amxemu, true, false, false},
+      WeightLayout::kFast);
 }
 
 }  // namespace dllm::cpu

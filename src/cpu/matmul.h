@@ -68,6 +68,13 @@ class Matrix {
   int64_t n_in_;
 };
 
+/// How Q6_K weights are packed where the kernel path offers a choice (docs/kernels.md). kFast: the
+/// layout its fastest kernel reads (Q6K8Block on the AVX2, AVX-512 and AMX paths: 8.75 bits/weight).
+/// kCompact: Q6KBlock (6.625 bits/weight) where a VNNI kernel reads it (the AVX-VNNI, AVX-512 and AMX
+/// paths), else as kFast. For matrices a step multiplies by a row or two (a block-diffusion step's
+/// experts), whose time is the bytes read, and whose bytes are most of the file.
+enum class WeightLayout { kFast, kCompact };
+
 /// Prepares `tensor` (bytes at `data`) for `isa`. Types with matrix kernels: Q4_K, Q5_K, Q6_K, Q8_0
 /// (Q5_0 converted to Q8_0 exactly, then as Q8_0; repacked, the kernels of cpu/kernels/qgemm.h and
 /// cpu/kernels/qgemm_bytes.h), F32, F16, BF16; throws dllm::Error "tensor <name> is <type>: matrix kernels
@@ -75,7 +82,8 @@ class Matrix {
 /// <n> is not a multiple of <256 or 32>, as <type> requires" when a row is not whole blocks. A matrix either
 /// keeps pointing into `data` (the mapping must outlive it) or copies/repacks it, in which case owns_data()
 /// is true and the caller may release the mapped pages.
-std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa);
+std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa,
+                                    WeightLayout layout = WeightLayout::kFast);
 
 /// Tests only: make_matrix(tensor, data, Isa::kAvxVnni) for Q4_K, Q5_K, Q6_K, Q8_0 with the AVX-VNNI
 /// kernels' vpdpbusd / vpdpwssd replaced by exact AVX2 sequences (cpu/kernels/ymm_dot.h), so their

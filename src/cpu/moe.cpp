@@ -231,13 +231,20 @@ void moe_group(const MoeRouting& r, MoeGroups& g) {
   }
 }
 
-MoeExperts make_moe_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa, bool reference) {
+WeightLayout expert_layout(const model::ModelConfig& c) {
+  const bool few_rows =
+      c.block_length > 0 && c.n_expert > 0 && c.block_length * c.n_expert_used <= 4 * c.n_expert;
+  return few_rows ? WeightLayout::kCompact : WeightLayout::kFast;
+}
+
+MoeExperts make_moe_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa,
+                            WeightLayout routed_layout, bool reference) {
   MoeExperts ex;
   const int64_t n_expert = lw.ffn_gate_exps->ne[2];
   auto make = [&](const gguf::TensorInfo& t3, int64_t e) {
     const gguf::TensorInfo slice = model::expert_matrix(t3, e);
-    std::unique_ptr<Matrix> mat =
-        reference ? make_matrix_ref(slice, m.data(slice)) : make_matrix(slice, m.data(slice), isa);
+    std::unique_ptr<Matrix> mat = reference ? make_matrix_ref(slice, m.data(slice))
+                                            : make_matrix(slice, m.data(slice), isa, routed_layout);
     if (mat->owns_data()) m.file().release_pages(slice);
     return mat;
   };

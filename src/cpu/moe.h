@@ -98,7 +98,13 @@ struct MoeExperts {
 /// pages of every expert a matrix copied. Throws dllm::Error as make_matrix does (a type without a
 /// matrix kernel, names the slice "blk.N.ffn_up_exps.weight[e]").
 MoeExperts make_moe_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa,
-                            bool reference = false);
+                            WeightLayout routed_layout = WeightLayout::kFast, bool reference = false);
+
+/// The layout of c's routed experts: kCompact when a block-diffusion step gives an expert about a row
+/// (block_length x n_expert_used / n_expert <= 4; LLaDA2-mini: 32 x 8 / 256 = 1), so the step reads
+/// the experts' bytes once for almost no arithmetic; kFast for full-canvas models (LLaDA-MoE at a
+/// 141-token canvas: 18 rows per expert).
+WeightLayout expert_layout(const model::ModelConfig& c);
 
 /// The passes of MoeFfn::forward, for MoeTimes.
 enum class MoePass { kRoute, kGather, kGateUp, kSiluMul, kDown, kCombine, kCount };

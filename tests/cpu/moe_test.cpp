@@ -368,5 +368,19 @@ INSTANTIATE_TEST_SUITE_P(Blocks, MoeBlock,
                                            BlockCase{"rnd1_float_mix", "rnd1", WeightMix::kFloatMix}),
                          [](const auto& info) { return info.param.name; });
 
+// expert_layout's rule worked by hand: rows an expert sees per block-diffusion step =
+// block_length x n_expert_used / n_expert.
+TEST(ExpertLayout, CompactOnlyWhenABlockStepGivesAnExpertAFewRows) {
+  model::ModelConfig c;
+  c.n_expert = 256, c.n_expert_used = 8, c.block_length = 32;  // LLaDA2-mini: 1 row
+  EXPECT_EQ(cpu::expert_layout(c), cpu::WeightLayout::kCompact);
+  c.n_expert = 64;  // 4 rows
+  EXPECT_EQ(cpu::expert_layout(c), cpu::WeightLayout::kCompact);
+  c.n_expert = 32;  // 8 rows
+  EXPECT_EQ(cpu::expert_layout(c), cpu::WeightLayout::kFast);
+  c.n_expert = 256, c.block_length = 0;  // a full-canvas model (LLaDA-MoE, RND1)
+  EXPECT_EQ(cpu::expert_layout(c), cpu::WeightLayout::kFast);
+}
+
 }  // namespace
 }  // namespace dllm

@@ -395,7 +395,18 @@ std::vector<float> run(const Matrix& m, const Acts& a, int64_t ldy, int64_t chun
 // ---------------------------------------------------------------------------------------------------
 
 // A kernel path: an Isa through make_matrix, or the AVX-VNNI kernels with emulated VNNI instructions.
-enum class Path { kScalar, kAvx2, kAvxVnniEmulated, kAvxVnni, kAvx512Vnni, kAmxEmulated, kAmx };
+// *Compact: make_matrix with WeightLayout::kCompact (Q6_K as Q6KBlock under the path's VNNI kernel).
+enum class Path {
+  kScalar,
+  kAvx2,
+  kAvxVnniEmulated,
+  kAvxVnni,
+  kAvx512Vnni,
+  kAmxEmulated,
+  kAmx,
+  kAvxVnniCompact,
+  kAvx512VnniCompact,
+};
 
 std::string path_name(Path p) {
   switch (p) {
@@ -413,6 +424,10 @@ std::string path_name(Path p) {
       return "amx_emulated";
     case Path::kAmx:
       return "amx";
+    case Path::kAvxVnniCompact:
+      return "avxvnni_compact";
+    case Path::kAvx512VnniCompact:
+      return "avx512vnni_compact";
   }
   return "?";
 }
@@ -429,8 +444,10 @@ Isa path_isa(Path p) {
     case Path::kAvxVnniEmulated:
       return Isa::kAvx2;
     case Path::kAvxVnni:
+    case Path::kAvxVnniCompact:
       return Isa::kAvxVnni;
     case Path::kAvx512Vnni:
+    case Path::kAvx512VnniCompact:
       return Isa::kAvx512Vnni;
   }
   return Isa::kScalar;
@@ -439,7 +456,9 @@ Isa path_isa(Path p) {
 std::unique_ptr<Matrix> make_for(Path p, const Weights& w) {
   if (p == Path::kAvxVnniEmulated) return make_matrix_vnni_emulated(w.info(), w.bytes.data());
   if (p == Path::kAmxEmulated) return make_matrix_amx_emulated(w.info(), w.bytes.data());
-  return make_matrix(w.info(), w.bytes.data(), path_isa(p));
+  const bool compact = p == Path::kAvxVnniCompact || p == Path::kAvx512VnniCompact;
+  return make_matrix(w.info(), w.bytes.data(), path_isa(p),
+                     compact ? WeightLayout::kCompact : WeightLayout::kFast);
 }
 
 struct Param {
@@ -617,6 +636,8 @@ std::vector<Param> all_params() {
                  Path::kAmxEmulated, Path::kAmx}) {
     for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) v.push_back({p, t});
   }
+  // The compact layout changes only Q6_K.
+  for (Path p : {Path::kAvxVnniCompact, Path::kAvx512VnniCompact}) v.push_back({p, GgmlType::Q6_K});
   return v;
 }
 
