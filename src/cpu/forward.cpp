@@ -333,7 +333,7 @@ struct CpuForward::Impl final : model::DeviceOps {
 
   /// x = token_embd[tokens], one row per activation row.                               rows x d
   void embed(const model::PassLayout& p) override {
-    ++prof.forwards;
+    prof.begin_pass(p.n_rows);
     const Profile::Scope ps(prof, Phase::kEmbed);
     const int64_t d = c.n_embd;
     const float scale = c.embd_scale;

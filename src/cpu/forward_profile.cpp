@@ -33,6 +33,12 @@ double wall_now() {
 Profile::Profile() {
   const char* env = std::getenv("DLLM_PROFILE");
   on = env != nullptr && env[0] != '\0' && std::string(env) != "0";
+  if (on) set_traffic_counting(true);
+}
+
+void Profile::begin_pass(int64_t rows) {
+  ++forwards;
+  if (on) passes.push_back({rows, traffic_totals()});
 }
 
 void Profile::print() const {
@@ -50,6 +56,15 @@ void Profile::print() const {
                  100.0 * wall_s[i] / wall, cpu_s[i] * per, 100.0 * cpu_s[i] / cpu);
   }
   std::fprintf(stderr, "%-14s %10.1f %6.1f %10.1f %6.1f\n", "total", wall * per, 100.0, cpu * per, 100.0);
+  // A pass's traffic is the counters' growth until the next pass begins (the last: until now).
+  const Traffic now = traffic_totals();
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const Traffic& a = passes[i].start;
+    const Traffic& b = i + 1 < passes.size() ? passes[i + 1].start : now;
+    std::fprintf(stderr, "profile pass %zu: rows %lld, weight bytes %llu, multiply-adds %llu\n", i,
+                 static_cast<long long>(passes[i].rows), static_cast<unsigned long long>(b.weight_bytes - a.weight_bytes),
+                 static_cast<unsigned long long>(b.macs - a.macs));
+  }
 }
 
 void Profile::Scope::start() {

@@ -1,12 +1,15 @@
 // Opt-in per-phase timing of the CPU forward pass ($DLLM_PROFILE=1; bench/profile_forward.py reads
 // the table): wall time and process CPU time (all threads, spin-waiting included) per phase, summed
-// over forward passes and printed per pass to stderr when the CpuForward is destroyed. Off (the
-// default), a phase costs one branch. Internal to src/cpu/forward.cpp.
+// over forward passes and printed per pass to stderr when the CpuForward is destroyed, with each
+// pass's weight bytes and multiply-adds (traffic.h). Off (the default), a phase costs one branch. Internal to src/cpu/forward.cpp.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
+
+#include "cpu/traffic.h"
 
 namespace dllm::cpu {
 
@@ -32,8 +35,19 @@ struct Profile {
   int64_t forwards = 0;
   std::array<double, static_cast<size_t>(Phase::kCount)> wall_s{}, cpu_s{};
 
+  /// One forward pass: its activation rows and the traffic counters (traffic.h) when it began.
+  struct Pass {
+    int64_t rows = 0;
+    Traffic start;
+  };
+  std::vector<Pass> passes;
+
+  /// Reads $DLLM_PROFILE; when on, also turns traffic counting on.
   Profile();
-  /// The table, one row per phase and a total, per forward pass (nothing when off or unused).
+  /// Counts a forward pass of `rows` activation rows, starting now.
+  void begin_pass(int64_t rows);
+  /// The table, one row per phase and a total, per forward pass, then each pass's rows, weight bytes
+  /// and multiply-adds (nothing when off or unused).
   void print() const;
 
   /// Times one phase from construction to destruction.

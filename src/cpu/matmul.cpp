@@ -14,6 +14,7 @@
 #include "cpu/kernels/qgemm.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/kernels/qgemm_tiles.h"
+#include "cpu/traffic.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu {
@@ -75,7 +76,12 @@ class PackedMatrix final : public Matrix {
   int64_t row_granularity() const override { return 2 * qgemm::kRows; }
   bool owns_data() const override { return true; }
 
-  void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+  uint64_t weight_bytes() const override {
+    const int64_t n_sb = n_in_ / (kQ8_0 ? quant::kQK8_0 : quant::kQK_K);
+    return static_cast<uint64_t>((n_out_ + qgemm::kRows - 1) / qgemm::kRows * n_sb) * sizeof(Block);
+  }
+
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
     o_end = std::min(o_end, n_out_);
     if (o_begin >= o_end || x.n_tokens <= 0) return;
     qgemm::GemmArgs a;
@@ -193,6 +199,15 @@ bool packed_type(gguf::GgmlType type) {
 }
 
 }  // namespace
+
+void Matrix::multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const {
+  if (traffic_counting() && o_end > o_begin && n_out_ > 0) {
+    const auto rows = static_cast<uint64_t>(std::min(o_end, n_out_) - o_begin);
+    count_traffic(weight_bytes() * rows / static_cast<uint64_t>(n_out_),
+                  rows * static_cast<uint64_t>(n_in_) * static_cast<uint64_t>(x.n_tokens));
+  }
+  multiply_rows(x, o_begin, o_end, y, ldy);
+}
 
 std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa,
                                     WeightLayout layout) {

@@ -54,9 +54,14 @@ class Matrix {
   /// True when multiply() also reads Activations::q8_0u if present (else it makes those bytes per call).
   virtual bool wants_q8_0u() const { return false; }
   /// y[t * ldy + o] = sum_k W[o][k] * x[t][k] for every token t < x.n_tokens and o in [o_begin, o_end).
-  /// Thread-safe for disjoint output ranges. y is f32, row stride ldy (>= n_out).
-  virtual void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y,
-                        int64_t ldy) const = 0;
+  /// Thread-safe for disjoint output ranges. y is f32, row stride ldy (>= n_out). Counts its weight
+  /// bytes and multiply-adds when traffic counting is on (cpu/traffic.h).
+  void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const;
+  /// The bytes a multiply over all n_out rows reads from the weights (as stored: packed, or the GGUF's).
+  virtual uint64_t weight_bytes() const = 0;
+  /// multiply() without the counting: what each weight format implements.
+  virtual void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y,
+                             int64_t ldy) const = 0;
   /// Output rows per work item that suit this kernel's tiling (the forward pass splits by multiples).
   virtual int64_t row_granularity() const { return 16; }
   /// True when the matrix holds its own copy of the weights (repacked), so the mapping's pages can go.

@@ -27,7 +27,8 @@ class KQuantMatrix final : public Matrix {
   KQuantMatrix(const gguf::TensorInfo& t, const uint8_t* data)
       : Matrix(t.ne[1], t.ne[0]), data_(data), row_bytes_(t.row_bytes()) {}
   bool wants_q8k() const override { return true; }
-  void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+  uint64_t weight_bytes() const override { return static_cast<uint64_t>(n_out_) * row_bytes_; }
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
     const int64_t nb = n_in_ / quant::kQK_K;
     for (int64_t o = o_begin; o < o_end; ++o) {
       const Block* w = reinterpret_cast<const Block*>(data_ + static_cast<uint64_t>(o) * row_bytes_);
@@ -48,7 +49,8 @@ class Q80Matrix final : public Matrix {
       : Matrix(t.ne[1], t.ne[0]), data_(data), row_bytes_(t.row_bytes()) {}
   bool wants_q8k() const override { return false; }
   bool wants_q8_0() const override { return true; }
-  void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+  uint64_t weight_bytes() const override { return static_cast<uint64_t>(n_out_) * row_bytes_; }
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
     const int64_t nb = n_in_ / quant::kQK8_0;
     const quant::block_q8_0* xq = x.q8_0;
     std::vector<quant::block_q8_0> own;
@@ -89,13 +91,14 @@ class Q50Matrix final : public Matrix {
   bool wants_q8k() const override { return false; }
   bool wants_q8_0() const override { return true; }
   bool owns_data() const override { return true; }
-  void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
-    inner_->multiply(x, o_begin, o_end, y, ldy);
+  uint64_t weight_bytes() const override { return inner_->weight_bytes(); }
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+    inner_->multiply_rows(x, o_begin, o_end, y, ldy);
   }
 
  private:
   std::vector<quant::block_q8_0> blocks_;
-  std::unique_ptr<Matrix> inner_;
+  std::unique_ptr<Q80Matrix> inner_;
 };
 
 /// F32 rows in place, or F16 / BF16 rows widened once to an owned f32 copy (these types are for
@@ -116,7 +119,8 @@ class F32Matrix final : public Matrix {
   }
   bool wants_q8k() const override { return false; }
   bool owns_data() const override { return !owned_.empty(); }
-  void multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+  uint64_t weight_bytes() const override { return static_cast<uint64_t>(n_out_ * n_in_) * sizeof(float); }
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
     for (int64_t o = o_begin; o < o_end; ++o) {
       const float* w = w_ + o * n_in_;
       for (int64_t t = 0; t < x.n_tokens; ++t) y[t * ldy + o] = dot_f32(w, x.f32 + t * n_in_, n_in_);

@@ -27,6 +27,7 @@
 #include "cpu/kernels/qgemm.h"
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/matmul.h"
+#include "cpu/traffic.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu {
@@ -666,6 +667,40 @@ TEST(QGemmLayout, PackedSizeNearGgufSize) {
   const double q5 = double(sizeof(qgemm::Q5KBlock)) / (qgemm::kRows * sizeof(quant::block_q5_K));
   EXPECT_LT(q80, 1.06);
   EXPECT_LT(q5, 1.57);
+}
+
+// Traffic counting (cpu/traffic.h): a multiply over rows [o_begin, o_end) counts that share of the
+// stored weight bytes (here the layouts' block sizes from docs/kernels.md: 16 rows x 256 weights in
+// 3392 bytes as Q6KBlock, 4480 as Q6K8Block; the reference matrix reads the GGUF's 210 per row and
+// 256 weights) and rows x n_in x tokens multiply-adds; off, nothing.
+TEST(QGemmTraffic, CountsTheStoredBytesAndTheMultiplyAdds) {
+  const Weights w = random_weights(GgmlType::Q6_K, 40, 512, 9);  // 3 groups of 16 rows, 2 super-blocks
+  const Acts a = random_acts(3, 512, 10);
+  std::vector<float> y(size_t(3 * 40));
+  struct Case {
+    std::unique_ptr<Matrix> m;
+    uint64_t bytes;
+  };
+  std::vector<Case> cases;
+  cases.push_back({make_matrix_ref(w.info(), w.bytes.data()), 40 * 2 * 210});
+  if (isa_supported(Isa::kAvx512Vnni)) {
+    cases.push_back({make_matrix(w.info(), w.bytes.data(), Isa::kAvx512Vnni, WeightLayout::kCompact), 3 * 2 * 3392});
+    cases.push_back({make_matrix(w.info(), w.bytes.data(), Isa::kAvx512Vnni, WeightLayout::kFast), 3 * 2 * 4480});
+  }
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.m->weight_bytes(), c.bytes);
+    set_traffic_counting(false);
+    const Traffic t0 = traffic_totals();
+    c.m->multiply(a.view(false), 0, 40, y.data(), 40);
+    EXPECT_EQ(traffic_totals().weight_bytes, t0.weight_bytes);
+    set_traffic_counting(true);
+    c.m->multiply(a.view(false), 0, 40, y.data(), 40);
+    c.m->multiply(a.view(false), 8, 18, y.data(), 40);  // a quarter of the rows
+    set_traffic_counting(false);
+    const Traffic t1 = traffic_totals();
+    EXPECT_EQ(t1.weight_bytes - t0.weight_bytes, c.bytes + c.bytes / 4);
+    EXPECT_EQ(t1.macs - t0.macs, uint64_t{(40 + 10) * 512 * 3});
+  }
 }
 
 // Types without a packed kernel go to the reference matrices.
