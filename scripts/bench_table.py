@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
 """Renders the README's benchmark table from bench/results/*.json, or checks that it is current.
 
-The README holds the table between `<!-- bench-table:begin -->` and `<!-- bench-table:end -->`.
+The README holds the table between `<!-- bench-table:begin -->` and `<!-- bench-table:end -->`, and
+docs/benchmarks.md the block-diffusion table between `<!-- llada2-table:begin -->` and `<!-- llada2-table:end -->`.
   scripts/bench_table.py          rewrite that part of README.md from the results files
   scripts/bench_table.py --check  exit 1 (and show both) when README.md differs from the files
 Numbers in the README come only from here, so README and results files cannot drift apart.
 """
 import glob
 import json
+import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
+BENCHMARKS = ROOT / "docs" / "benchmarks.md"
+L2_BEGIN, L2_END = "<!-- llada2-table:begin -->", "<!-- llada2-table:end -->"
 
 
 def fmt_bytes(n):
@@ -123,6 +127,42 @@ def serve_table():
     return head + "\n" + "\n".join(rows)
 
 
+def llada2_rows():
+    """Block diffusion (bench/llada2_bench.py): the newest results file, one row."""
+    files = sorted(glob.glob(str(ROOT / "bench" / "results" / "llada2-bench-*.json")))
+    rows = []
+    for path in files[-1:]:
+        r = json.loads(Path(path).read_text())
+        s = r["summary"]
+        actual = s.get("actual_routing") or {}
+        speedups = [x for x in s["speedup_vs_llama_pp32_per_repeat"] if x]
+        isa = "+".join(r["machine"].get("isa_flags", [])) or "?"
+        ratio = actual.get("step_over_floor_median")
+        rows.append(f"| llada2-mini synthetic ({s['file_bytes'] / 2**30:.2f} GiB) | {r['threads']} | {isa} | "
+                    f"{s['our_block_step_ms']:.0f} | {s['llama_pp32_ms_per_32_rows']:.0f} | "
+                    f"{statistics.median(speedups):.2f}x | "
+                    f"{f'{ratio:.1f}x' if ratio else '-'} | {s['exact_speedup_vs_none_repeat0']:.1f}x | "
+                    f"{s['tokens_per_step_to_match_llama_ar']:.1f} | "
+                    f"{fmt_bytes(s['peak_rss_bytes'])} ({s['peak_rss_over_file']:.2f}x file) | `{Path(path).name}` |")
+    return rows
+
+
+def llada2_table():
+    rows = llada2_rows()
+    if not rows:
+        return ""
+    return ("| model | threads | CPU ISA | 32-row block step ms | llama.cpp pp32 ms | speedup | step / floor | "
+            "exact cache vs --cache none | tokens per step to match AR | peak RSS | results file |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) +
+            "\n\nBlock step: one denoising step of a 32-row block against the exact K/V cache of a 512-token "
+            "prompt, the LM head over the block; llama.cpp pp32: `llama-bench -p 32` on the same weights "
+            "labelled bailingmoe2 (there is no llama.cpp block-diffusion path that completes; docs/benchmarks.md). "
+            "Speedup: median over repeats of llama.cpp's over ours in the same repeat. Step / floor: each step "
+            "over max(weight bytes / read bandwidth, int8 ops / peak), with the bytes and multiply-adds its "
+            "routing actually read and this run's bandwidth and peak. Tokens per step to match AR: our step "
+            "over llama.cpp's autoregressive ms per token.")
+
+
 def render():
     rows = e2e_rows()
     if not rows:
@@ -135,24 +175,36 @@ def render():
             "llama.cpp's over ours. Speedup, CPU s/step = the same ratio for "
             "CPU seconds (both threads) per extra step between a short and a long run of each tool, the figure "
             "least disturbed by other processes on a shared machine. Details: docs/benchmarks.md.")
-    return head + "\n" + "\n".join(rows) + note + gpu_table() + serve_table()
+    l2 = llada2_table()
+    l2 = "\n\nBlock diffusion, LLaDA2-mini's shape:\n\n" + l2 if l2 else ""
+    return head + "\n" + "\n".join(rows) + note + l2 + gpu_table() + serve_table()
+
+
+def update(path, begin, end, body, check):
+    """Puts body between the markers of `path`; with check, only says whether it is there already."""
+    text = path.read_text()
+    if begin not in text or end not in text:
+        sys.exit(f"ERROR: {path.name} has no {begin} ... {end} section")
+    pre, rest = text.split(begin, 1)
+    current, post = rest.split(end, 1)
+    want = "\n" + body + "\n"
+    if check:
+        if current != want:
+            print(f"{path.name} benchmark table is stale; run scripts/bench_table.py\n--- {path.name}\n" + current +
+                  "\n--- from bench/results\n" + want, file=sys.stderr)
+            return False
+        print(f"{path.name} benchmark table matches bench/results")
+        return True
+    path.write_text(pre + begin + want + end + post)
+    return True
 
 
 def main():
-    text = README.read_text()
-    if BEGIN not in text or END not in text:
-        sys.exit(f"ERROR: README.md has no {BEGIN} ... {END} section")
-    pre, rest = text.split(BEGIN, 1)
-    current, post = rest.split(END, 1)
-    want = "\n" + render() + "\n"
-    if "--check" in sys.argv[1:]:
-        if current != want:
-            print("README benchmark table is stale; run scripts/bench_table.py\n--- README\n" + current +
-                  "\n--- from bench/results\n" + want, file=sys.stderr)
-            sys.exit(1)
-        print("README benchmark table matches bench/results")
-        return
-    README.write_text(pre + BEGIN + want + END + post)
+    check = "--check" in sys.argv[1:]
+    ok = update(README, BEGIN, END, render(), check)
+    ok &= update(BENCHMARKS, L2_BEGIN, L2_END, llada2_table() or "No block-diffusion results yet.", check)
+    if not ok:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,18 @@ class Summary(unittest.TestCase):
         # Median bandwidth 15 GB/s: 6e9 / 15e9 = 0.4 s; ops 7e10 / (2 x 800e9) = 0.04375 s.
         self.assertAlmostEqual(s["floor_s_this_run_bw"], 0.4)
 
+    def test_actual_routing_floor_by_hand(self):
+        # One run of 2 blocks of 8 steps; the first step of each block is not a 32-row step.
+        passes = [{"rows": 64, "weight_bytes": 9e9, "macs": 9e10}] + \
+            [{"rows": 32, "weight_bytes": 1.5e9, "macs": 3e10}] * 7
+        fwd = [900.0] + [300.0] * 7
+        r = lb.actual_routing_floor([{"passes": passes * 2, "forward_ms": fwd * 2}], 15.0, 800.0, 2)
+        # bytes 1.5e9 / 15e9 = 0.1 s; ops 2 x 3e10 / (2 x 800e9) = 0.0375 s: floor 0.1 s, step 0.3 s.
+        self.assertEqual(r["steps"], 14)
+        self.assertAlmostEqual(r["floor_s_median"], 0.1)
+        self.assertAlmostEqual(r["step_over_floor_median"], 3.0)
+        self.assertEqual(lb.actual_routing_floor([{"passes": [], "forward_ms": fwd}], 15.0, 800.0, 2), {})
+
     def test_block_steps(self):
         # 2 blocks of 8 steps: steps 0 and 8 fold a finished block in; the median of the other 14.
         fwd = [1000.0] + [10.0 + i for i in range(7)] + [900.0] + [20.0 + i for i in range(7)]
