@@ -60,11 +60,11 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
     diffusion::EntropyBoundParams e;
     e.canvas_length = C;
     e.max_steps = o.steps.value_or(cfg.eb.max_steps);
-    e.t_min = cfg.eb.t_min;
-    e.t_max = cfg.eb.t_max;
-    e.entropy_bound = cfg.eb.entropy_bound;
-    e.stability = cfg.eb.stability;
-    e.confidence = cfg.eb.confidence;
+    e.t_min = o.eb_t_min ? static_cast<float>(*o.eb_t_min) : cfg.eb.t_min;
+    e.t_max = o.eb_t_max ? static_cast<float>(*o.eb_t_max) : cfg.eb.t_max;
+    e.entropy_bound = o.eb_entropy_bound ? static_cast<float>(*o.eb_entropy_bound) : cfg.eb.entropy_bound;
+    e.stability = o.eb_stability.value_or(cfg.eb.stability);
+    e.confidence = o.eb_confidence ? static_cast<float>(*o.eb_confidence) : cfg.eb.confidence;
     e.seed = static_cast<uint32_t>(o.seed);
     p.entropy_bound = e;
     p.max_tokens = (o.max_tokens + C - 1) / C * C;
@@ -87,6 +87,14 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
                            cfg.arch_name + "; ignored");
     return p;
   }
+  const bool eb_given[] = {o.eb_t_min.has_value(), o.eb_t_max.has_value(), o.eb_entropy_bound.has_value(),
+                           o.eb_stability.has_value(), o.eb_confidence.has_value()};
+  const char* eb_fields[] = {"eb_t_min", "eb_t_max", "eb_entropy_bound", "eb_stability", "eb_confidence"};
+  for (size_t i = 0; i < std::size(eb_fields); ++i)
+    if (eb_given[i])
+      warnings.push_back(setting(eb_fields[i], names) +
+                         " applies to the entropy-bound sampler (diffusion-gemma); ignored for " +
+                         cfg.arch_name);
   // check_params' errors and warnings name the settings as the caller's users typed them (the
   // sampler has no eps setting to name: Dream's eps is fixed).
   if (names == SettingNames::kFlags) {

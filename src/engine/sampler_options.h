@@ -42,6 +42,10 @@ struct SamplerOptions {
   std::optional<double> edit_threshold;        ///< LLaDA2.1 token editing (block diffusion); nullopt: off
   std::optional<int64_t> max_post_edit_steps;  ///< with editing, default 16
   double cfg_scale = 0.0;
+  // DiffusionGemma's entropy-bound sampler (diffusion::EntropyBoundParams); default: the file's
+  // diffusion.eb_* value.
+  std::optional<double> eb_t_min, eb_t_max, eb_entropy_bound, eb_confidence;
+  std::optional<int64_t> eb_stability;
   std::string
       cache;  ///< none | prefix | dual | exact; "": the model's (exact for block diffusion, else none)
   bool early_stop = true;

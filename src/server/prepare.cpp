@@ -30,6 +30,11 @@ engine::SamplerOptions options_for(const GenerationRequest& r, const engine::Sam
   if (r.cache) o.cache = *r.cache;
   if (r.edit_threshold) o.edit_threshold = r.edit_threshold;
   if (r.max_post_edit_steps) o.max_post_edit_steps = r.max_post_edit_steps;
+  if (r.eb_t_min) o.eb_t_min = r.eb_t_min;
+  if (r.eb_t_max) o.eb_t_max = r.eb_t_max;
+  if (r.eb_entropy_bound) o.eb_entropy_bound = r.eb_entropy_bound;
+  if (r.eb_stability) o.eb_stability = r.eb_stability;
+  if (r.eb_confidence) o.eb_confidence = r.eb_confidence;
   return o;
 }
 

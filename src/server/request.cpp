@@ -308,6 +308,11 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   r.cfg_scale = real(body, "cfg_scale", 0, kInf);
   r.edit_threshold = real(body, "edit_threshold", 0, 1);
   r.max_post_edit_steps = whole(body, "max_post_edit_steps", 0);
+  r.eb_t_min = real(body, "eb_t_min", 0, kInf, true);
+  r.eb_t_max = real(body, "eb_t_max", 0, kInf, true);
+  r.eb_entropy_bound = real(body, "eb_entropy_bound", 0, kInf);
+  r.eb_stability = whole(body, "eb_stability", 0);
+  r.eb_confidence = real(body, "eb_confidence", 0, kInf);
   if (const json* d = field(body, "dllm")) {
     if (!d->is_object())
       reject("dllm", std::string("dllm must be an object {\"canvas\": bool}, got ") + type_name(*d));

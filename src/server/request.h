@@ -7,6 +7,7 @@
 //   model, messages (chat) | prompt (completions), max_tokens (alias max_completion_tokens), temperature,
 //   top_p, top_k, seed, stop, stream, stream_options.include_usage, n (1 only), steps, block_length,
 //   threshold, cache, alg, alg_temp, remasking, cfg_scale, edit_threshold, max_post_edit_steps,
+//   eb_t_min, eb_t_max, eb_entropy_bound, eb_stability, eb_confidence (DiffusionGemma; /props's names),
 //   no_special, dllm.canvas.
 // Refused with a 400 naming the field (not supported): logprobs, top_logprobs, tools, functions,
 // response_format other than {"type": "text"}.
@@ -55,6 +56,10 @@ struct GenerationRequest {
   std::optional<double> alg_temp;              ///< >= 0
   std::optional<std::string> remasking;        ///< low_confidence | random
   std::optional<double> cfg_scale;             ///< >= 0
+  std::optional<double> eb_t_min, eb_t_max;    ///< > 0: DiffusionGemma's last / first step temperature
+  std::optional<double> eb_entropy_bound;      ///< >= 0: DiffusionGemma's entropy budget per step
+  std::optional<int64_t> eb_stability;         ///< >= 0: DiffusionGemma's unchanged steps to stop
+  std::optional<double> eb_confidence;         ///< >= 0: DiffusionGemma's mean entropy to stop
   bool canvas_events = false;                  ///< dllm.canvas: a canvas event after every step (streaming)
   std::optional<bool> no_special;  ///< true: control-token text in the prompt stays text (--no-special)
 };

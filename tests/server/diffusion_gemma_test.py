@@ -39,6 +39,24 @@ class DiffusionGemmaServe(unittest.TestCase):
         text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
         self.assertEqual(text, want["text"])
 
+    def test_eb_fields_match_run_flags(self):
+        # The entropy-bound settings as request fields (the names /props reports) give what `dllm run`
+        # prints with the same settings as flags; out of range, a 400 naming the field.
+        flags = ["--eb-t-max", "2.5", "--eb-t-min", "0.9", "--eb-entropy-bound", "0.3", "--eb-confidence", "0.5",
+                 "--eb-stability", "2"]
+        want = run_cli(DG, "What is 2+2?", "--max-tokens", "32", "--seed", "3", "--steps", "6", *flags)
+        default = run_cli(DG, "What is 2+2?", "--max-tokens", "32", "--seed", "3", "--steps", "6")
+        self.assertNotEqual(want["text"], default["text"])  # the settings matter on this model
+        fields = {"steps": 6, "eb_t_max": 2.5, "eb_t_min": 0.9, "eb_entropy_bound": 0.3, "eb_confidence": 0.5,
+                  "eb_stability": 2}
+        r = self.client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "What is 2+2?"}],
+                                                max_tokens=32, seed=3, extra_body=fields)
+        self.assertEqual(r.choices[0].message.content, want["text"])
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}],
+                                                max_tokens=32, extra_body={"eb_t_min": 0})
+        self.assertEqual(e.exception.body["param"], "eb_t_min")
+
     def test_two_blocks(self):
         want = run_cli(DG, "Tell me a story.", "--max-tokens", "64", "--seed", "2", "--steps", "4")
         r = self.client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "Tell me a story."}],

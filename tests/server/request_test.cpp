@@ -84,6 +84,9 @@ TEST(Request, EachBadFieldNamed) {
       {Endpoint::kCompletion, R"({"prompt": "p", "steps": 0})", "steps", ">= 1"},
       {Endpoint::kCompletion, R"({"prompt": "p", "dllm": {"canvas": true}})", "dllm.canvas", "stream"},
       {Endpoint::kCompletion, R"({"prompt": "p", "model": 3})", "model", "must be a string"},
+      {Endpoint::kCompletion, R"({"prompt": "p", "eb_t_min": 0})", "eb_t_min", "(0, inf)"},
+      {Endpoint::kCompletion, R"({"prompt": "p", "eb_stability": -1})", "eb_stability", ">= 0"},
+      {Endpoint::kCompletion, R"({"prompt": "p", "eb_confidence": "low"})", "eb_confidence", "got a string"},
   };
   for (const Case& c : cases) {
     const ApiError e = error_of(c.e, c.body);
