@@ -25,12 +25,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "cpu/forward_profile.h"
 #include "cpu/geglu_moe.h"
+#include "cpu/kernels/panel_gemm_kernels.h"
 #include "cpu/kernels/row_kernels.h"
 #include "cpu/moe.h"
 #include "cpu/ops.h"
@@ -332,15 +334,17 @@ struct CpuForward::Impl final : model::DeviceOps {
   /// x = token_embd[tokens], one row per activation row.                               rows x d
   void embed(const model::PassLayout& p) override {
     ++prof.forwards;
-    const Profile::Scope ps(prof, Phase::kEmbed);
     const int64_t d = c.n_embd;
-    const float scale = c.embd_scale;
+    {
+      const Profile::Scope ps(prof, Phase::kEmbed);
+      const float scale = c.embd_scale;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t r = 0; r < p.n_rows; ++r) {
-      float* xr = &x[r * d];
-      model.dequantize_row(model.token_embd(), p.tokens[r], xr);
-      if (scale != 1.0f)
-        for (int64_t i = 0; i < d; ++i) xr[i] *= scale;
+      for (int64_t r = 0; r < p.n_rows; ++r) {
+        float* xr = &x[r * d];
+        model.dequantize_row(model.token_embd(), p.tokens[r], xr);
+        if (scale != 1.0f)
+          for (int64_t i = 0; i < d; ++i) xr[i] *= scale;
+      }
     }
     pending = false;
     pending_layer = -1;
@@ -375,7 +379,7 @@ struct CpuForward::Impl final : model::DeviceOps {
     }
     const auto m = static_cast<int64_t>(rows.size());
     if (m == 0) return;
-    const Profile::Scope ps(prof, Phase::kEmbed);
+    std::optional<Profile::Scope> ps(std::in_place, prof, Phase::kSelfCondProbs);
     // probs = softmax(prev * scale) (ggml_soft_max_f32: max-subtracted exp, the sum in double, times
     // 1 / sum), rounded to f16 as ggml-cpu rounds the F16 matmul's other operand.
     sc_probs.resize(static_cast<size_t>(m * V));
@@ -390,19 +394,26 @@ struct CpuForward::Impl final : model::DeviceOps {
         sum += pr[v];
       }
       const auto inv = static_cast<float>(1.0 / sum);
-      for (int64_t v = 0; v < V; ++v) pr[v] = quant::fp16_to_fp32(quant::fp32_to_fp16(pr[v] * inv));
+      for (int64_t v = 0; v < V; ++v) pr[v] *= inv;
+      panel_gemm_kernels(isa).round_f16(pr, V);
     }
     // Ids whose probability rounds to 0 in every row add nothing (a trained model's softmax leaves
-    // most of a 262144-token vocabulary below f16's smallest value): skipped.
+    // most of a 262144-token vocabulary below f16's smallest value): skipped. Each thread scans its
+    // own range of ids row after row (memory order).
     sc_used.assign(static_cast<size_t>(V), 0);
+    constexpr int64_t kIdsPerItem = 4096;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t v = 0; v < V; ++v)
-      for (int64_t i = 0; i < m && !sc_used[v]; ++i) sc_used[v] = sc_probs[i * V + v] != 0.0f;
+    for (int64_t v0 = 0; v0 < V; v0 += kIdsPerItem) {
+      const int64_t v1 = std::min(V, v0 + kIdsPerItem);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t v = v0; v < v1; ++v) sc_used[v] |= sc_probs[i * V + v] != 0.0f;
+    }
     sc_ids.clear();
     for (int64_t v = 0; v < V; ++v)
       if (sc_used[v]) sc_ids.push_back(static_cast<int32_t>(v));
     // soft = probs @ token_embd: token_embd's rows decoded a panel at a time and rounded to f16 (the
     // PR's F16 copy, sc_embT, diffusion-gemma.cpp 693-753), every id in increasing order.
+    ps.emplace(prof, Phase::kSelfCondGemm);
     for (int64_t i = 0; i < m; ++i) std::fill_n(normed.row(i), d, 0.0f);
     const PanelGemm g{
         .a = sc_probs.data(),
@@ -415,6 +426,7 @@ struct CpuForward::Impl final : model::DeviceOps {
         .c = normed.row(0),
         .ldc = d};
     panel_gemm(isa, g, n_threads);
+    ps.reset();  // the MLP below times itself (gemm gate/up, gemm down)
     const std::vector<float>& pre_norm = model.self_cond().pre_norm;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t i = 0; i < m; ++i) {
