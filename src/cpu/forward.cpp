@@ -25,15 +25,18 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "cpu/forward_profile.h"
 #include "cpu/geglu_moe.h"
+#include "cpu/kernels/panel_gemm_kernels.h"
 #include "cpu/kernels/row_kernels.h"
 #include "cpu/moe.h"
 #include "cpu/ops.h"
+#include "cpu/panel_gemm.h"
 #include "cpu/projection_input.h"
 #include "model/driver.h"
 #include "model/forward_plan.h"
@@ -88,12 +91,9 @@ struct CpuForward::Impl final : model::DeviceOps {
   std::vector<GegluExperts> geglu_experts;  ///< per layer, empty in the other layers
   std::unique_ptr<GegluMoe> geglu_moe;
   std::unique_ptr<Matrix> sc_gate, sc_up, sc_down;  ///< DiffusionGemma's self-conditioning MLP
-  /// token_embd decoded to f16 bits (n_vocab x d), for the self-conditioning input: llama.cpp
-  /// multiplies the probabilities by an F16 copy (sc_embT, diffusion-gemma.cpp 693-753). Made on
-  /// first use (26B-A4B: 1.5 GB).
-  std::vector<uint16_t> embd_f16;
   std::vector<float> sc_probs;   ///< self-conditioning rows x n_vocab: the f16-rounded probabilities
   std::vector<uint8_t> sc_used;  ///< per id: some row's probability is not 0
+  std::vector<int32_t> sc_ids;   ///< the ids of sc_used, increasing
   std::vector<float> ones;       ///< RMSNorm without a weight: max(d, head_dim) ones
   /// Wo's input per distinct attention width (n_head x the layer's head_dim): attn_in_of[il].
   std::vector<ProjectionInput> attn_ins;
@@ -334,15 +334,17 @@ struct CpuForward::Impl final : model::DeviceOps {
   /// x = token_embd[tokens], one row per activation row.                               rows x d
   void embed(const model::PassLayout& p) override {
     prof.begin_pass(p.n_rows);
-    const Profile::Scope ps(prof, Phase::kEmbed);
     const int64_t d = c.n_embd;
-    const float scale = c.embd_scale;
+    {
+      const Profile::Scope ps(prof, Phase::kEmbed);
+      const float scale = c.embd_scale;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t r = 0; r < p.n_rows; ++r) {
-      float* xr = &x[r * d];
-      model.dequantize_row(model.token_embd(), p.tokens[r], xr);
-      if (scale != 1.0f)
-        for (int64_t i = 0; i < d; ++i) xr[i] *= scale;
+      for (int64_t r = 0; r < p.n_rows; ++r) {
+        float* xr = &x[r * d];
+        model.dequantize_row(model.token_embd(), p.tokens[r], xr);
+        if (scale != 1.0f)
+          for (int64_t i = 0; i < d; ++i) xr[i] *= scale;
+      }
     }
     pending = false;
     pending_layer = -1;
@@ -377,19 +379,7 @@ struct CpuForward::Impl final : model::DeviceOps {
     }
     const auto m = static_cast<int64_t>(rows.size());
     if (m == 0) return;
-    const Profile::Scope ps(prof, Phase::kEmbed);
-    if (embd_f16.empty()) {
-      embd_f16.resize(static_cast<size_t>(V * d));
-#pragma omp parallel num_threads(n_threads)
-      {
-        std::vector<float> row(static_cast<size_t>(d));
-#pragma omp for schedule(static)
-        for (int64_t v = 0; v < V; ++v) {
-          model.dequantize_row(model.token_embd(), v, row.data());
-          for (int64_t i = 0; i < d; ++i) embd_f16[v * d + i] = quant::fp32_to_fp16(row[i]);
-        }
-      }
-    }
+    std::optional<Profile::Scope> ps(std::in_place, prof, Phase::kSelfCondProbs);
     // probs = softmax(prev * scale) (ggml_soft_max_f32: max-subtracted exp, the sum in double, times
     // 1 / sum), rounded to f16 as ggml-cpu rounds the F16 matmul's other operand.
     sc_probs.resize(static_cast<size_t>(m * V));
@@ -404,36 +394,39 @@ struct CpuForward::Impl final : model::DeviceOps {
         sum += pr[v];
       }
       const auto inv = static_cast<float>(1.0 / sum);
-      for (int64_t v = 0; v < V; ++v) pr[v] = quant::fp16_to_fp32(quant::fp32_to_fp16(pr[v] * inv));
+      for (int64_t v = 0; v < V; ++v) pr[v] *= inv;
+      panel_gemm_kernels(isa).round_f16(pr, V);
     }
     // Ids whose probability rounds to 0 in every row add nothing (a trained model's softmax leaves
-    // most of a 262144-token vocabulary below f16's smallest value): skipped.
+    // most of a 262144-token vocabulary below f16's smallest value): skipped. Each thread scans its
+    // own range of ids row after row (memory order).
     sc_used.assign(static_cast<size_t>(V), 0);
+    constexpr int64_t kIdsPerItem = 4096;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t v = 0; v < V; ++v)
-      for (int64_t i = 0; i < m && !sc_used[v]; ++i) sc_used[v] = sc_probs[i * V + v] != 0.0f;
-    // soft = probs @ token_embd: per column block (a thread's own), every id in increasing order.
-    constexpr int64_t kCols = 256;
-    const int64_t n_blocks = (d + kCols - 1) / kCols;
-#pragma omp parallel num_threads(n_threads)
-    {
-      std::vector<float> e(kCols);
-#pragma omp for schedule(static)
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        const int64_t c0 = b * kCols, nc = std::min(kCols, d - c0);
-        for (int64_t i = 0; i < m; ++i) std::fill_n(normed.row(i) + c0, nc, 0.0f);
-        for (int64_t v = 0; v < V; ++v) {
-          if (!sc_used[v]) continue;
-          for (int64_t k = 0; k < nc; ++k) e[k] = quant::fp16_to_fp32(embd_f16[v * d + c0 + k]);
-          for (int64_t i = 0; i < m; ++i) {
-            const float pv = sc_probs[i * V + v];
-            if (pv == 0.0f) continue;
-            float* soft = normed.row(i) + c0;
-            for (int64_t k = 0; k < nc; ++k) soft[k] += pv * e[k];
-          }
-        }
-      }
+    for (int64_t v0 = 0; v0 < V; v0 += kIdsPerItem) {
+      const int64_t v1 = std::min(V, v0 + kIdsPerItem);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t v = v0; v < v1; ++v) sc_used[v] |= sc_probs[i * V + v] != 0.0f;
     }
+    sc_ids.clear();
+    for (int64_t v = 0; v < V; ++v)
+      if (sc_used[v]) sc_ids.push_back(static_cast<int32_t>(v));
+    // soft = probs @ token_embd: token_embd's rows decoded a panel at a time and rounded to f16 (the
+    // PR's F16 copy, sc_embT, diffusion-gemma.cpp 693-753), every id in increasing order.
+    ps.emplace(prof, Phase::kSelfCondGemm);
+    for (int64_t i = 0; i < m; ++i) std::fill_n(normed.row(i), d, 0.0f);
+    const PanelGemm g{
+        .a = sc_probs.data(),
+        .lda = V,
+        .m = m,
+        .ids = sc_ids.data(),
+        .k = static_cast<int64_t>(sc_ids.size()),
+        .n = d,
+        .b_row = [this](int64_t id, float* dst) { model.dequantize_row(model.token_embd(), id, dst); },
+        .c = normed.row(0),
+        .ldc = d};
+    panel_gemm(isa, g, n_threads);
+    ps.reset();  // the MLP below times itself (gemm gate/up, gemm down)
     const std::vector<float>& pre_norm = model.self_cond().pre_norm;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t i = 0; i < m; ++i) {

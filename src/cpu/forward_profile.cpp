@@ -13,9 +13,10 @@ namespace dllm::cpu {
 
 namespace {
 
-constexpr const char* kPhaseNames[] = {
-    "embedding", "add+norm+q8",  "q8_K quantize", "gemm q/k/v", "bias+rope", "kv cache",    "attention",
-    "gemm o",    "gemm gate/up", "silu*up+q8",    "gemm down",  "moe ffn",   "gemm lm head"};
+constexpr const char* kPhaseNames[] = {"embedding",     "self-cond probs", "self-cond gemm", "add+norm+q8",
+                                       "q8_K quantize", "gemm q/k/v",      "bias+rope",      "kv cache",
+                                       "attention",     "gemm o",          "gemm gate/up",   "silu*up+q8",
+                                       "gemm down",     "moe ffn",         "gemm lm head"};
 static_assert(std::size(kPhaseNames) == static_cast<size_t>(Phase::kCount));
 
 double cpu_now() {

@@ -15,6 +15,8 @@ namespace dllm::cpu {
 
 enum class Phase {
   kEmbed,
+  kSelfCondProbs,  ///< DiffusionGemma: softmax of the previous logits, the used ids
+  kSelfCondGemm,   ///< DiffusionGemma: probs @ token_embd (cpu/panel_gemm.h)
   kNorm,
   kQuantize,
   kGemmQkv,

@@ -1,0 +1,42 @@
+// The micro-kernels of cpu/panel_gemm.h, one set per instruction-set path: a register-blocked f32
+// tile (mr rows x nr columns, nr = two vectors) over packed panels, and the f16 rounding of the
+// packed operands. kScalar is the portable reference; every path sums each output element over the
+// ids in increasing order (one multiply-add per id, fused on the SIMD paths), so a path's result
+// does not depend on how the driver cuts the ids into panels or the columns among threads.
+#pragma once
+
+#include <cstdint>
+
+#include "base/isa.h"
+
+namespace dllm::cpu {
+
+/// Packed layouts (written by the driver, cpu/panel_gemm.cpp):
+/// - A panel of a row block: ap[p * mr + r] = f16(A[row0 + r][id p]) for the panel's kc ids p, rows
+///   past m zero;
+/// - B strip s of a panel: bp[p * nr + j] = f16(B[id p][s * nr + j]), columns past n zero.
+struct PanelGemmKernels {
+  int mr = 0;  ///< rows of a tile
+  int nr = 0;  ///< columns of a tile (two vectors of the path)
+  /// x[i] = f16(x[i]) for i < n: rounded to the nearest binary16 value, ties to even (as
+  /// quant::fp32_to_fp16, and ggml's F16 operands), back in f32.
+  void (*round_f16)(float* x, int64_t n);
+  /// Writes the columns of one B row into the strips: bp[s * ld + j] = f16(row[s * nr + j]) for
+  /// s < ceil(n / nr), j < nr (0 where s * nr + j >= n).
+  void (*pack_b_row)(const float* row, int64_t n, float* bp, int64_t ld);
+  /// c[r * ldc + j] += sum over p < kc, in increasing p, of ap[p * mr + r] * bp[p * nr + j], for
+  /// r < mr, j < nr: f32 accumulation in the accumulator loaded from c.
+  void (*tile)(const float* ap, const float* bp, int64_t kc, float* c, int64_t ldc);
+};
+
+/// The set for `isa` (kAvxVnni uses the AVX2 set, kAmx the AVX-512 set: these loops need only FMA and
+/// F16C).
+const PanelGemmKernels& panel_gemm_kernels(Isa isa);
+
+namespace simd {
+// Per-ISA sets (panel_gemm_avx2.cpp, panel_gemm_avx512.cpp).
+const PanelGemmKernels& panel_gemm_kernels_avx2();
+const PanelGemmKernels& panel_gemm_kernels_avx512();
+}  // namespace simd
+
+}  // namespace dllm::cpu
