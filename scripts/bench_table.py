@@ -163,6 +163,38 @@ def llada2_table():
             "over llama.cpp's autoregressive ms per token.")
 
 
+def dgemma_rows():
+    """DiffusionGemma (bench/dgemma_bench.py): the newest results file per layer count."""
+    latest = {}
+    for path in sorted(glob.glob(str(ROOT / "bench" / "results" / "dgemma-bench-*.json"))):
+        r = json.loads(Path(path).read_text())
+        if r["layers"] not in latest or r["date"] > latest[r["layers"]][1]["date"]:
+            latest[r["layers"]] = (Path(path).name, r)
+    rows = []
+    for layers in sorted(latest):
+        name, r = latest[layers]
+        s = r["summary"]
+        isa = "+".join(r["machine"].get("isa_flags", [])) or "?"
+        ratios = ", ".join(f"{x['speedup']:.2f}x" for x in s["per_repeat"] if x["speedup"])
+        rows.append(f"| diffusion-gemma synthetic, {layers} of 30 layers ({r['file_bytes'] / 2**30:.2f} GiB) | "
+                    f"{r['threads']} | {isa} | {s['ours_step_s']:.2f} | {s['llama_step_s']:.2f} | "
+                    f"{s['speedup_median']:.2f}x ({ratios}) | "
+                    f"{fmt_bytes(s['peak_rss_bytes'])} ({s['peak_rss_over_file']:.2f}x file) | `{name}` |")
+    return rows
+
+
+def dgemma_table():
+    rows = dgemma_rows()
+    if not rows:
+        return ""
+    return ("\n\nDiffusionGemma, 26B-A4B's layer shapes, canvas 256 after a short chat prompt, against PR "
+            "#24423's llama-diffusion-cli (bench/dgemma_bench.py):\n\n"
+            "| model | threads | CPU ISA | step s | llama.cpp step s | speedup (per repeat) | peak RSS | results file |\n"
+            "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) +
+            "\n\nStep: a self-conditioned denoising step (every step but the first), the median per run, "
+            "then over the interleaved runs.")
+
+
 def render():
     rows = e2e_rows()
     if not rows:
@@ -177,7 +209,7 @@ def render():
             "least disturbed by other processes on a shared machine. Details: docs/benchmarks.md.")
     l2 = llada2_table()
     l2 = "\n\nBlock diffusion, LLaDA2-mini's shape:\n\n" + l2 if l2 else ""
-    return head + "\n" + "\n".join(rows) + note + l2 + gpu_table() + serve_table()
+    return head + "\n" + "\n".join(rows) + note + l2 + dgemma_table() + gpu_table() + serve_table()
 
 
 def update(path, begin, end, body, check):
