@@ -110,7 +110,9 @@ TEST_P(PanelGemmIsa, MatchesF64FormulaOnOddShapes) {
 TEST_P(PanelGemmIsa, SameBitsForAnyThreadCount) {
   const Case cs{29, 101, 600, 5};
   const std::vector<float> one = run_and_check(cs, 1, 21);
-  for (int threads : {2, 3, 5}) {
+  // Largest first: LLVM 14's libomp keeps a multi-thread team's old structures when a later region
+  // asks for more threads, and LeakSanitizer (scripts/sanitize.sh) reports them as leaks.
+  for (int threads : {5, 3, 2}) {
     const std::vector<float> many = run_and_check(cs, threads, 21);
     EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0) << threads << " threads";
   }
