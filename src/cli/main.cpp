@@ -70,7 +70,8 @@ void print_all_help(CLI::App& app, const std::vector<Command>& commands) {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{
-      "dllm: local inference for diffusion language models (LLaDA, Dream, LLaDA-MoE, RND1) from GGUF files.\n"
+      "dllm: local inference for diffusion language models (LLaDA, Dream, LLaDA-MoE, RND1, LLaDA2.x,\n"
+      "DiffusionGemma) from GGUF files.\n"
       "Run 'dllm COMMAND --help' for the flags of one command.",
       "dllm"};
   app.require_subcommand(0, 1);
@@ -200,15 +201,16 @@ void hide_bad_omp_threads(int, char**, char** envp) {
   static char renamed[256];
   constexpr char kName[] = "OMP_NUM_THREADS=";
   for (char** e = envp; e && *e; ++e) {
-    if (std::strncmp(*e, kName, sizeof kName - 1) != 0 || omp_threads_value_ok(*e + sizeof kName - 1)) continue;
+    if (std::strncmp(*e, kName, sizeof kName - 1) != 0 || omp_threads_value_ok(*e + sizeof kName - 1))
+      continue;
     std::snprintf(renamed, sizeof renamed, "DLLM_IGNORED_%s", *e);
     *e = renamed;
     return;
   }
 }
 
-__attribute__((used, section(".preinit_array"))) void (*const hide_bad_omp_threads_entry)(int, char**, char**) =
-    &hide_bad_omp_threads;
+__attribute__((used, section(".preinit_array"))) void (*const hide_bad_omp_threads_entry)(
+    int, char**, char**) = &hide_bad_omp_threads;
 
 /// Makes idle OpenMP workers sleep instead of spinning, unless the user chose: for `run`,
 /// `logits` and `serve`, when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, sets OMP_WAIT_POLICY=passive

@@ -67,6 +67,11 @@ diffusion::SamplerParams sampler_params(const RunOptions& o, const model::ModelC
   so.max_post_edit_steps = o.max_post_edit_steps;
   so.cfg_scale = o.cfg_scale;
   so.cache = o.cache;
+  if (o.was_given("--eb-t-min")) so.eb_t_min = o.eb_t_min;
+  if (o.was_given("--eb-t-max")) so.eb_t_max = o.eb_t_max;
+  if (o.was_given("--eb-entropy-bound")) so.eb_entropy_bound = o.eb_entropy_bound;
+  if (o.was_given("--eb-stability")) so.eb_stability = o.eb_stability;
+  if (o.was_given("--eb-confidence")) so.eb_confidence = o.eb_confidence;
   so.early_stop = !o.no_early_stop;
   // Per-row statistics: the forward pass's CPU thread count (physical cores for --threads 0); on the
   // GPU the host threads are free, so --threads (0: OpenMP's default).
@@ -256,7 +261,8 @@ int run_entropy_bound(const RunOptions& o, const model::ModelConfig& cfg, const 
       desc, sizeof desc,
       "entropy-bound, canvas %lld, %lld block(s), steps %lld, t %g -> %g, entropy bound %g, stability %lld, "
       "confidence %g",
-      static_cast<long long>(p.canvas_length), static_cast<long long>(p.max_tokens / p.canvas_length),
+      static_cast<long long>(p.canvas_length),
+      static_cast<long long>((p.max_tokens + p.canvas_length - 1) / p.canvas_length),
       static_cast<long long>(p.max_steps), p.t_max, p.t_min, p.entropy_bound,
       static_cast<long long>(p.stability), p.confidence);
   report.sampler = desc;
@@ -352,13 +358,13 @@ int run_generate(RunOptions& o) {
   if (cfg.canvas_length > 0) {
     // DiffusionGemma answers in blocks of its canvas: one block unless --max-tokens asks for more
     // (llama-diffusion-cli: ceil(-n / canvas) blocks).
-    const int64_t C = cfg.canvas_length;
-    if (!o.was_given("--max-tokens")) o.max_tokens = C;
-    o.max_tokens = (o.max_tokens + C - 1) / C * C;
+    // The answer is cut at --max-tokens.
+    if (!o.was_given("--max-tokens")) o.max_tokens = cfg.canvas_length;
     report.max_tokens = o.max_tokens;
   }
   if (cfg.n_ctx_train > 0)
-    engine::check_canvas_fits(n_prompt, o.max_tokens, cfg.n_ctx_train, "the model's context", "--max-tokens");
+    engine::check_canvas_fits(n_prompt, o.max_tokens, cfg.n_ctx_train, "the model's context", "--max-tokens",
+                              cfg.canvas_length);
 
   Stopwatch fwd_watch;
   engine::BackendOptions bo;
@@ -368,7 +374,10 @@ int run_generate(RunOptions& o) {
   bo.isa = o.compute.isa;
   // Block diffusion rounds the canvas up to whole blocks (diffusion::canvas_length): room for that.
   const int64_t block = o.was_given("--block-length") ? o.block_length : cfg.block_length;
-  bo.max_tokens = n_prompt + o.max_tokens + (cfg.block_length > 0 ? std::max<int64_t>(block - 1, 0) : 0);
+  // DiffusionGemma's answer takes whole canvases (cut at --max-tokens afterwards).
+  const int64_t C = std::max<int64_t>(cfg.canvas_length, 1);
+  bo.max_tokens = n_prompt + (o.max_tokens + C - 1) / C * C +
+                  (cfg.block_length > 0 ? std::max<int64_t>(block - 1, 0) : 0);
   bo.max_batch = o.cfg_scale > 0 ? 2 : 1;  // CFG runs the canvas and its prompt-masked copy together
   bo.cache = o.cache.empty() ? diffusion::CacheMode::kNone : diffusion::parse_cache_mode(o.cache);
   std::string why_cpu;
@@ -385,9 +394,12 @@ int run_generate(RunOptions& o) {
 
   forward::Forward& source = *backend;
   if (cfg.canvas_length > 0) {
+    if (o.edit_threshold)
+      throw UsageError("--edit-threshold applies to block-diffusion models (llada2); " + cfg.arch_name +
+                       " has no token editing");
     for (const char* flag :
          {"--block-length", "--temperature", "--remasking", "--alg", "--alg-temp", "--top-p", "--top-k",
-          "--threshold", "--cfg-scale", "--cache", "--no-early-stop", "--trace"})
+          "--threshold", "--cfg-scale", "--cache", "--no-early-stop", "--trace", "--max-post-edit-steps"})
       if (o.was_given(flag))
         warn(report, std::string(flag) + " does not apply to the entropy-bound sampler of " + cfg.arch_name +
                          "; ignored");
@@ -418,7 +430,7 @@ int run_generate(RunOptions& o) {
                  static_cast<long long>(o.max_tokens),
                  o.verbose ? "" : "; --verbose shows each step as it ends");
   }
-  const int64_t planned = diffusion::planned_steps(params);
+  const int64_t planned = diffusion::planned_steps(params, n_prompt);
 
   if (o.verbose) {
     std::fprintf(stderr, "model: %s\n", report.model_path.c_str());

@@ -227,6 +227,7 @@ void EntropyBoundSequence::accept() {
   result_.cut.push_back(cut);
   result_.steps.push_back(p_.max_steps - cur_step_);
   result_.answer.insert(result_.answer.end(), argmax_.begin(), argmax_.begin() + cut);
+  if (static_cast<int64_t>(result_.answer.size()) > p_.max_tokens) result_.answer.resize(p_.max_tokens);
   ++block_;
   const int64_t n_blocks = (p_.max_tokens + C - 1) / C;
   if (cut < C || block_ >= n_blocks) {

@@ -33,7 +33,7 @@ namespace dllm::diffusion {
 
 struct EntropyBoundParams {
   int64_t canvas_length = 256;   ///< C: diffusion.canvas_length
-  int64_t max_tokens = 256;      ///< answer positions: ceil(max_tokens / C) blocks
+  int64_t max_tokens = 256;      ///< answer positions: ceil(max_tokens / C) blocks, the answer cut here
   int64_t max_steps = 48;        ///< S: diffusion.eb_max_steps
   float t_min = 0.4f;            ///< diffusion.eb_t_min
   float t_max = 0.8f;            ///< diffusion.eb_t_max

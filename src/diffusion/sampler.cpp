@@ -115,7 +115,7 @@ class Sequence::State {
     for (int32_t e : p_.end_ids)
       if (e >= 0 && e < n_vocab_) is_end_[e] = 1;
     n_threads_ = p_.n_threads > 0 ? p_.n_threads : omp_get_max_threads();
-    result_.steps_planned = diffusion::planned_steps(p_);
+    result_.steps_planned = diffusion::planned_steps(p_, prompt_len_);
     // Sizing the logits buffers for the first step here keeps their allocation and first touch (tens
     // of MB, up to ~0.2 s on a VM) out of that step's time, as llama.cpp allocates its output buffer
     // with the context.
@@ -463,16 +463,25 @@ int64_t canvas_length(const SamplerParams& p, int64_t prompt_len) {
   return (n + p.block_length - 1) / p.block_length * p.block_length;
 }
 
-int64_t planned_steps(const SamplerParams& p) {
+int64_t planned_steps(const SamplerParams& p, int64_t prompt_len) {
   if (p.entropy_bound) {
     const int64_t C = p.entropy_bound->canvas_length;
     return p.entropy_bound->max_steps * ((p.max_tokens + C - 1) / C);  // an upper bound: it may stop early
   }
   if (p.schedule == Schedule::kBlockDiffusion) {
-    // Blocks touched by the answer (at most one more than max_tokens / block_length) x steps per
-    // block: an upper bound (threshold steps may commit more, early stop ends sooner).
-    const int64_t blocks = (p.max_tokens + p.block_length - 1) / p.block_length + 1;
-    return blocks * std::min(p.steps, p.max_tokens);
+    // Every block from the prompt's last one to the canvas's end (whole blocks, make_block_diffusion)
+    // runs the steps its masks take at the scheduled counts (a threshold can only commit more).
+    const int64_t B = p.block_length, n_blocks = canvas_length(p, prompt_len) / B;
+    const std::vector<int64_t> counts = block_transfer_counts(B, std::min(p.steps, p.max_tokens));
+    int64_t total = 0;
+    for (int64_t b = prompt_len / B; b < n_blocks; ++b) {
+      const int64_t masks = (b + 1) * B - std::max(b * B, prompt_len);
+      int64_t steps = 0;
+      for (int64_t done = 0; done < masks && steps < static_cast<int64_t>(counts.size()); ++steps)
+        done += counts[static_cast<size_t>(steps)];
+      total += steps + (p.edit_threshold ? p.max_post_edit_steps : 0);
+    }
+    return total;
   }
   if (p.threshold) return p.max_tokens;  // at least one commit per step
   if (p.schedule == Schedule::kBlocks) {
@@ -606,8 +615,7 @@ class Sequence::EbState {
  public:
   EbState(std::span<const int32_t> prompt, const SamplerParams& p, int64_t n_vocab, SamplerCallbacks cb)
       : cb_(std::move(cb)), prompt_(prompt.begin(), prompt.end()) {
-    EntropyBoundParams e = *p.entropy_bound;
-    e.max_tokens = p.max_tokens;
+    EntropyBoundParams e = *p.entropy_bound;  // its max_tokens: the caller's (p's is whole canvases)
     e.end_ids = p.end_ids;
     seq_ = std::make_unique<EntropyBoundSequence>(prompt, e, n_vocab,
                                                   p.n_vocab_draw > 0 ? p.n_vocab_draw : n_vocab,
@@ -620,9 +628,14 @@ class Sequence::EbState {
   void accept(double forward_ms) {
     const auto t0 = Clock::now();
     const int64_t before = seq_->steps_run();
+    const auto answer_before = static_cast<int32_t>(seq_->result().answer.size());
     seq_->accept();
     if (seq_->steps_run() == before) return;  // an encoding pass: no step
     const EbResult& r = seq_->result();
+    // Committed (final) this step: the finished block's answer, when the step ended a block.
+    committed_.clear();
+    for (auto j = answer_before; j < static_cast<int32_t>(r.answer.size()); ++j)
+      committed_.push_back(static_cast<int32_t>(prompt_.size()) + j);
     canvas_ = prompt_;
     canvas_.insert(canvas_.end(), r.answer.begin(), r.answer.end());
     if (!seq_->done())
@@ -633,6 +646,7 @@ class Sequence::EbState {
     info.block = last_;
     info.block_begin = static_cast<int64_t>(prompt_.size() + r.answer.size());
     info.block_end = static_cast<int64_t>(canvas_.size());
+    info.positions = committed_;
     info.forward_ms = forward_ms;
     info.sample_ms = ms_since(t0);
     info.canvas = canvas_;
@@ -660,7 +674,7 @@ class Sequence::EbState {
 
  private:
   SamplerCallbacks cb_;
-  std::vector<int32_t> prompt_, canvas_;
+  std::vector<int32_t> prompt_, canvas_, committed_;
   std::unique_ptr<EntropyBoundSequence> seq_;
   int64_t steps_planned_ = 0, last_ = 0;
   std::vector<std::string> warnings_;

@@ -206,9 +206,12 @@ int64_t canvas_length(const SamplerParams& params, int64_t prompt_len);
 std::vector<int64_t> block_transfer_counts(int64_t block_length, int64_t steps);
 
 /// Forward passes the schedule runs without early stop: exact for LLaDA and Dream's top-k algorithms
-/// (steps that would commit nothing are skipped), an upper bound for Dream origin (random) and for
-/// threshold decoding (max_tokens: at least one commit per step). params must pass check_params.
-int64_t planned_steps(const SamplerParams& params);
+/// (steps that would commit nothing are skipped) and for block diffusion without a threshold below 1
+/// (each block of the canvas after a prompt of prompt_len tokens runs until its masks are committed),
+/// an upper bound for Dream origin (random), for threshold decoding (max_tokens: at least one commit
+/// per step), for LLaDA2.1 editing (plus max_post_edit_steps per block) and for the entropy-bound
+/// sampler. params must pass check_params.
+int64_t planned_steps(const SamplerParams& params, int64_t prompt_len);
 
 /// One generation as a resumable object: it says which forward pass its next step needs (next()),
 /// the caller runs it and writes the logits to next().out, and accept() does the step's sampling

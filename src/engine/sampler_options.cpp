@@ -25,20 +25,26 @@ std::string setting(const std::string& field, SettingNames names) {
 }  // namespace
 
 void check_canvas_fits(int64_t n_prompt, int64_t max_tokens, int64_t limit, const std::string& limit_name,
-                       const std::string& max_tokens_name) {
+                       const std::string& max_tokens_name, int64_t granule) {
   const std::string cap = std::to_string(limit);
-  if (n_prompt >= limit) {
+  granule = std::max<int64_t>(granule, 1);
+  if (n_prompt + granule > limit) {
     throw CanvasTooLong("the prompt is " + std::to_string(n_prompt) + " tokens and " + limit_name + " is " +
                             cap + " tokens, which leaves no room for an answer: shorten the prompt",
                         true);
   }
-  if (n_prompt + max_tokens > limit) {
-    throw CanvasTooLong("the canvas is " + std::to_string(n_prompt + max_tokens) + " tokens (prompt " +
-                            std::to_string(n_prompt) + " + " + max_tokens_name + " " +
-                            std::to_string(max_tokens) + "), longer than " + limit_name + " of " + cap +
-                            " tokens: use " + max_tokens_name + " " + std::to_string(limit - n_prompt) +
-                            " or less, or shorten the prompt",
-                        false);
+  const int64_t answer = (max_tokens + granule - 1) / granule * granule;
+  if (n_prompt + answer > limit) {
+    const std::string rounded = answer != max_tokens
+                                    ? ", rounded up to whole canvases of " + std::to_string(granule) +
+                                          " tokens: " + std::to_string(answer)
+                                    : "";
+    throw CanvasTooLong(
+        "the canvas is " + std::to_string(n_prompt + answer) + " tokens (prompt " + std::to_string(n_prompt) +
+            " + " + max_tokens_name + " " + std::to_string(max_tokens) + rounded + "), longer than " +
+            limit_name + " of " + cap + " tokens: use " + max_tokens_name + " " +
+            std::to_string((limit - n_prompt) / granule * granule) + " or less, or shorten the prompt",
+        false);
   }
 }
 
@@ -52,6 +58,13 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
         "model's backbone, and does not generate text with it");
   }
   diffusion::SamplerParams p;
+  const bool block_diffusion = cfg.arch->loop == model::DefaultLoop::kBlockDiffusion;
+  if (o.edit_threshold && !block_diffusion)
+    throw UsageError(setting("edit_threshold", names) + " applies to block-diffusion models (llada2); " +
+                     cfg.arch_name + " has no token editing");
+  if (o.max_post_edit_steps && !o.edit_threshold)
+    warnings.push_back(setting("max_post_edit_steps", names) + " applies with " +
+                       setting("edit_threshold", names) + " (LLaDA2.1 token editing); ignored");
   if (cfg.canvas_length > 0) {
     // DiffusionGemma: the entropy-bound sampler with the file's diffusion.eb_* values; steps is its
     // eb_max_steps, max_tokens whole canvases (blocks), the seed std::mt19937's. The masked loops'
@@ -59,6 +72,7 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
     const int64_t C = cfg.canvas_length;
     diffusion::EntropyBoundParams e;
     e.canvas_length = C;
+    e.max_tokens = o.max_tokens;  // the answer is cut there
     e.max_steps = o.steps.value_or(cfg.eb.max_steps);
     e.t_min = o.eb_t_min ? static_cast<float>(*o.eb_t_min) : cfg.eb.t_min;
     e.t_max = o.eb_t_max ? static_cast<float>(*o.eb_t_max) : cfg.eb.t_max;
@@ -76,11 +90,12 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
     p.n_threads = o.n_threads;
     p.isa = o.isa;
     if (names == SettingNames::kFlags) p.names.steps = setting("steps", names);
-    const bool given[] = {o.block_length.has_value(), o.remasking.has_value(), o.alg.has_value(),
-                          o.alg_temp.has_value(),     o.top_p.has_value(),     o.top_k.has_value(),
-                          o.threshold.has_value(),    o.cfg_scale > 0,         o.temperature > 0};
-    const char* fields[] = {"block_length", "remasking", "alg",       "alg_temp",   "top_p",
-                            "top_k",        "threshold", "cfg_scale", "temperature"};
+    const bool given[] = {
+        o.block_length.has_value(), o.remasking.has_value(), o.alg.has_value(),       o.alg_temp.has_value(),
+        o.top_p.has_value(),        o.top_k.has_value(),     o.threshold.has_value(), o.cfg_scale > 0,
+        o.temperature > 0,          !o.cache.empty()};
+    const char* fields[] = {"block_length", "remasking", "alg",       "alg_temp",    "top_p",
+                            "top_k",        "threshold", "cfg_scale", "temperature", "cache"};
     for (size_t i = 0; i < std::size(fields); ++i)
       if (given[i])
         warnings.push_back(setting(fields[i], names) + " does not apply to the entropy-bound sampler of " +
@@ -116,7 +131,6 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
   p.threshold = o.threshold;
   p.cfg_scale = o.cfg_scale;
   // "": the model's own (block diffusion: its exact cache; the others none).
-  const bool block_diffusion = cfg.arch->loop == model::DefaultLoop::kBlockDiffusion;
   p.cache = o.cache.empty() ? (block_diffusion ? diffusion::CacheMode::kExact : diffusion::CacheMode::kNone)
                             : diffusion::parse_cache_mode(o.cache);
   p.shift_logits = cfg.shift_logits;
@@ -130,9 +144,6 @@ diffusion::SamplerParams sampler_params(const SamplerOptions& o, const model::Mo
   p.end_ids = tok.eog_ids();
   p.sampleable = tok.sampleable_mask(static_cast<int32_t>(n_vocab));
 
-  if (o.edit_threshold && !block_diffusion)
-    throw UsageError(setting("edit_threshold", names) + " applies to block-diffusion models (llada2); " +
-                     cfg.arch_name + " has no token editing");
   if (block_diffusion) {
     // LLaDA2's HF generate defaults: block 32 (the model's), 32 steps per block, threshold 0.95,
     // temperature 0 (greedy here: HF samples at T = 1 there, ZHZisZZ/dllm #104), no top-k / top-p.

@@ -73,9 +73,11 @@ class CanvasTooLong : public UsageError {
 /// exactly "the prompt is <n> tokens and <limit_name> is <limit> tokens, which leaves no room for an
 /// answer: shorten the prompt" or "the canvas is <n + m> tokens (prompt <n> + <max_tokens_name> <m>),
 /// longer than <limit_name> of <limit> tokens: use <max_tokens_name> <limit - n> or less, or shorten
-/// the prompt".
+/// the prompt". granule > 1: the answer takes whole canvases of that many tokens (DiffusionGemma), so
+/// m is max_tokens rounded up to them (the message says so), the suggestion the most whole canvases
+/// that fit, and a prompt that leaves room for no whole canvas is the first case.
 void check_canvas_fits(int64_t n_prompt, int64_t max_tokens, int64_t limit, const std::string& limit_name,
-                       const std::string& max_tokens_name);
+                       const std::string& max_tokens_name, int64_t granule = 1);
 
 /// SamplerParams for `cfg` (the schedule, shift_logits) and `tok` (mask id, end ids, which of the
 /// n_vocab logit rows may be sampled). Settings meant for the other architecture are ignored with a

@@ -86,7 +86,8 @@ std::variant<PreparedRequest, ApiError> prepare_request(const GenerationRequest&
     if (!r.seed && m.fresh_seed) o.seed = std::random_device{}();
     out.seed = o.seed;
     try {
-      engine::check_canvas_fits(out.n_prompt, o.max_tokens, m.max_canvas, "the context", "max_tokens");
+      engine::check_canvas_fits(out.n_prompt, o.max_tokens, m.max_canvas, "the context", "max_tokens",
+                                m.config->canvas_length);
     } catch (const engine::CanvasTooLong& e) {
       return invalid_request(e.what(), e.prompt_alone() ? prompt_param : "max_tokens",
                              "context_length_exceeded");

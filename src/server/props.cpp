@@ -1,6 +1,10 @@
 // See props.h.
 #include "server/props.h"
 
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 namespace dllm::server {
@@ -29,19 +33,28 @@ std::string props_body(const ModelContext& m, const std::string& model_id) {
   const diffusion::SamplerParams p = engine::sampler_params(
       m.defaults, *m.config, *m.tok, m.engine->n_vocab(), warnings, engine::SettingNames::kFields);
   const std::string schedule = schedule_name(p);
+  // No --seed: each request without a seed gets a fresh one, so there is no default to show.
+  const json seed = m.fresh_seed ? json(nullptr) : json(p.seed);
+  // The file's f32 settings as the shortest decimal that reads back as that float (0.05, not
+  // 0.05000000074505806).
+  const auto f32 = [](float v) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+  };
   json d;
   if (p.entropy_bound) {
     // DiffusionGemma's sampler: a request sets max_tokens, steps and seed; the rest is the file's.
     const diffusion::EntropyBoundParams& e = *p.entropy_bound;
     d = {{"max_tokens", e.max_tokens},
          {"steps", e.max_steps},
-         {"seed", p.seed},
+         {"seed", seed},
          {"canvas_length", e.canvas_length},
-         {"eb_t_min", e.t_min},
-         {"eb_t_max", e.t_max},
-         {"eb_entropy_bound", e.entropy_bound},
+         {"eb_t_min", f32(e.t_min)},
+         {"eb_t_max", f32(e.t_max)},
+         {"eb_entropy_bound", f32(e.entropy_bound)},
          {"eb_stability", e.stability},
-         {"eb_confidence", e.confidence}};
+         {"eb_confidence", f32(e.confidence)}};
   } else {
     d = {{"max_tokens", p.max_tokens},
          {"steps", p.steps},
@@ -51,7 +64,7 @@ std::string props_body(const ModelContext& m, const std::string& model_id) {
          {"temperature", p.temperature},
          {"top_p", p.top_p},
          {"top_k", p.top_k},
-         {"seed", p.seed}};
+         {"seed", seed}};
     if (schedule == "llada") {
       d["remasking"] = diffusion::remasking_name(p.remasking);
       d["cfg_scale"] = p.cfg_scale;

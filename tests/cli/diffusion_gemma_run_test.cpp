@@ -163,6 +163,24 @@ TEST(DiffusionGemmaRun, RunUsesTheFilesSamplerKeysAndTheFlags) {
   EXPECT_NE(one.out, other.out);
 }
 
+// --max-tokens cuts the answer (one canvas of 32 still runs); a context-too-long error suggests the
+// most whole canvases that fit; LLaDA2.1's editing is refused with one ERROR line (exit 2).
+TEST(DiffusionGemmaRun, MaxTokensAndRefusals) {
+  const auto eight = test::run_dllm({"run", "-m", dg_path(), "-p", "Tell me a story.", "-n", "8", "--json"});
+  ASSERT_EQ(eight.exit_code, 0) << eight.err;
+  const auto j = nlohmann::json::parse(eight.out);
+  EXPECT_LE(j.at("tokens").size(), 8u);
+  EXPECT_EQ(j.at("max_tokens").get<int64_t>(), 8);
+  const auto big = test::run_dllm({"run", "-m", dg_path(), "-p", "hi", "-n", "4073"});
+  EXPECT_EQ(big.exit_code, 2);
+  EXPECT_TRUE(test::is_one_error_line(big.err)) << big.err;
+  EXPECT_NE(big.err.find("rounded up to whole canvases of 32 tokens"), std::string::npos) << big.err;
+  const auto edit = test::run_dllm({"run", "-m", dg_path(), "-p", "hi", "--edit-threshold", "0.5"});
+  EXPECT_EQ(edit.exit_code, 2);
+  EXPECT_TRUE(test::is_one_error_line(edit.err)) << edit.err;
+  EXPECT_NE(edit.err.find("diffusion-gemma has no token editing"), std::string::npos) << edit.err;
+}
+
 TEST(DiffusionGemmaRun, Gemma4IsRefusedWithOneErrorLine) {
   const auto r = test::run_dllm({"run", "-m", (data_dir() / "tiny-gemma4-q4km.gguf").string(), "-p", "hi"});
   EXPECT_EQ(r.exit_code, 1);

@@ -90,6 +90,18 @@ const std::vector<Pred> kScript = {{0, .5},  {0, .5}, {0, .5}, {1, .5}, {2, .95}
                                    {4, .99}, {5, .3}, {6, .6}, {7, .5}, {8, .7},  {9, .4}};
 const std::vector<int32_t> kPrompt = {10, 11, 12};
 
+// planned_steps worked by hand: each block from the prompt's last one runs until its masks are
+// committed at the scheduled counts. Prompt 22, block 32, 64 tokens: the canvas is 96 (3 blocks);
+// block 0 holds 10 masks, blocks 1 and 2 hold 32.
+TEST(BlockDiffusion, PlannedStepsPerBlockFromItsMasks) {
+  EXPECT_EQ(planned_steps(params(64, 32, 32, CacheMode::kExact), 22), 10 + 32 + 32);  // counts 1 each
+  EXPECT_EQ(planned_steps(params(64, 32, 8, CacheMode::kExact), 22), 3 + 8 + 8);      // counts 4 each
+  // 8 tokens: one block (canvas 30 -> 32) of 10 masks, steps capped at 8: counts 4, so 3 steps.
+  EXPECT_EQ(planned_steps(params(8, 32, 32, CacheMode::kExact), 22), 3);
+  // A prompt of whole blocks: 2 blocks of 32 masks, 5 steps each (counts 7, 7, 6, 6, 6).
+  EXPECT_EQ(planned_steps(params(64, 32, 5, CacheMode::kExact), 64), 10);
+}
+
 TEST(BlockDiffusion, ScheduleAndThresholdFallbackTrace) {
   for (const CacheMode cache : {CacheMode::kExact, CacheMode::kNone}) {
     Recorder src(kScript);

@@ -70,6 +70,42 @@ TEST(SamplerOptions, OtherArchitecturesSettingsWarnInEitherNaming) {
   EXPECT_EQ(w[2], "block_length applies to LLaDA models (or Dream with threshold); ignored");
 }
 
+TEST(SamplerOptions, EntropyBoundSettingsWarnElsewhere) {
+  std::vector<std::string> w;
+  SamplerOptions o;
+  o.eb_t_min = 0.5;
+  o.max_post_edit_steps = 3;  // without edit_threshold
+  params_of(TinyModel::llada(), o, w, SettingNames::kFields);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0], "max_post_edit_steps applies with edit_threshold (LLaDA2.1 token editing); ignored");
+  EXPECT_EQ(w[1], "eb_t_min applies to the entropy-bound sampler (diffusion-gemma); ignored for llada");
+}
+
+// The canvas-fit messages worked by hand: a context of 4096, a 23-token prompt.
+TEST(CanvasFits, WholeCanvasesAreRoundedAndSuggested) {
+  auto message = [](int64_t n, int64_t m, int64_t granule) {
+    try {
+      engine::check_canvas_fits(n, m, 4096, "the context", "max_tokens", granule);
+    } catch (const engine::CanvasTooLong& e) {
+      return std::string(e.prompt_alone() ? "alone: " : "") + e.what();
+    }
+    return std::string("fits");
+  };
+  EXPECT_EQ(message(23, 4073, 1), "fits");
+  EXPECT_EQ(
+      message(23, 4074, 1),
+      "the canvas is 4097 tokens (prompt 23 + max_tokens 4074), longer than the context of 4096 tokens: "
+      "use max_tokens 4073 or less, or shorten the prompt");
+  // Canvases of 32: 4073 takes 128 of them (4096), 4064 = 127 x 32 is the most that fits.
+  EXPECT_EQ(message(23, 4064, 32), "fits");
+  EXPECT_EQ(
+      message(23, 4073, 32),
+      "the canvas is 4119 tokens (prompt 23 + max_tokens 4073, rounded up to whole canvases of 32 tokens: "
+      "4096), longer than the context of 4096 tokens: use max_tokens 4064 or less, or shorten the prompt");
+  // 4070 + 32 > 4096: no whole canvas fits after this prompt.
+  EXPECT_EQ(message(4070, 1, 32).rfind("alone: the prompt is 4070 tokens", 0), 0u);
+}
+
 TEST(SamplerOptions, UnknownNamesAreUsageErrors) {
   std::vector<std::string> w;
   SamplerOptions o;

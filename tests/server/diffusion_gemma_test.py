@@ -9,7 +9,9 @@ import unittest
 
 import openai
 
-from server_util import Server, run_cli
+import json
+
+from server_util import Server, metric, request, run_cli
 
 DG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "diffusion-gemma",
                   "tiny-diffusion-gemma-q4km.gguf")
@@ -56,6 +58,37 @@ class DiffusionGemmaServe(unittest.TestCase):
             self.client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}],
                                                 max_tokens=32, extra_body={"eb_t_min": 0})
         self.assertEqual(e.exception.body["param"], "eb_t_min")
+
+    def test_max_tokens_cuts_the_answer(self):
+        # One canvas of 32 runs; the answer is cut at max_tokens, as run cuts it at --max-tokens.
+        want = run_cli(DG, "Tell me a story.", "--max-tokens", "8", "--seed", "5", "--steps", "4")
+        self.assertLessEqual(len(want["tokens"]), 8)
+        r = self.client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "Tell me a story."}],
+                                                max_tokens=8, seed=5, extra_body={"steps": 4})
+        self.assertEqual(r.choices[0].message.content, want["text"])
+        self.assertLessEqual(r.usage.completion_tokens, 8)
+
+    def test_props_metrics_and_refusals(self):
+        status, _, raw = request(self.server.port, "GET", "/props")
+        d = json.loads(raw)["default_generation_settings"]
+        # serve's default max_tokens (64) is what a request without one gets; the file's settings read
+        # back as written (0.05, not the f32 widened to 0.05000000074505806).
+        self.assertEqual(d["max_tokens"], 64)
+        self.assertEqual(d["canvas_length"], 32)
+        self.assertEqual(d["seed"], None)
+        from gguf import GGUFReader
+        import numpy as np
+        field = GGUFReader(DG).fields["diffusion.eb_confidence_threshold"]
+        self.assertEqual(d["eb_confidence"], float(str(np.float32(field.parts[field.data[0]][0]))))
+        before = metric(self.server.port, "dllm_tokens_committed_total")
+        r = self.client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}],
+                                                max_tokens=32, seed=1)
+        # The finished canvas's answer counts as committed.
+        self.assertEqual(metric(self.server.port, "dllm_tokens_committed_total") - before, r.usage.completion_tokens)
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}],
+                                                max_tokens=32, extra_body={"edit_threshold": 0.5})
+        self.assertIn("no token editing", e.exception.body["message"])
 
     def test_two_blocks(self):
         want = run_cli(DG, "Tell me a story.", "--max-tokens", "64", "--seed", "2", "--steps", "4")

@@ -37,13 +37,14 @@ class Routes(unittest.TestCase):
             from gguf import GGUFReader
             field = GGUFReader(FAIRYTALES).fields["llada.context_length"]
             n_ctx = int(field.parts[field.data[0]][0])
-            # README "Defaults" for LLaDA: block 32, steps = max_tokens (64), low_confidence, greedy, seed 0.
+            # README "Defaults" for LLaDA: block 32, steps = max_tokens (64), low_confidence, greedy; no
+            # --seed, so no default seed (each request without one gets a fresh seed).
             self.assertEqual(props, {
                 "model": "tiny-llada-fairytales-q4km", "arch": "llada", "schedule": "llada", "total_slots": 3,
                 "n_ctx": min(n_ctx, 4096), "steps_follow_max_tokens": True,
                 "default_generation_settings": {
                     "max_tokens": 64, "steps": 64, "block_length": 32, "threshold": None, "cache": "none",
-                    "temperature": 0.0, "top_p": 1.0, "top_k": 0, "seed": 0, "cfg_scale": 0.0,
+                    "temperature": 0.0, "top_p": 1.0, "top_k": 0, "seed": None, "cfg_scale": 0.0,
                     "remasking": "low_confidence"}})
 
     @unittest.skipUnless(os.path.exists(DREAM), f"{DREAM} not found")
