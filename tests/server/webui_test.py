@@ -366,7 +366,8 @@ class Browser(unittest.TestCase):
         self.assertEqual(body["dllm"], {"canvas": True})
         self.assertTrue(body["stream"])
         self.assertEqual(body["messages"], [{"role": "user", "content": "hi"}])
-        self.assertEqual((body["max_tokens"], body["steps"], body["seed"]), (64, 64, 0))
+        self.assertEqual((body["max_tokens"], body["steps"]), (64, 64))
+        self.assertNotIn("seed", body)  # serve without --seed: /props has none, each request gets a fresh one
 
     def test_reduced_motion_keeps_the_step_counter(self):
         self.d.execute_cdp_cmd("Emulation.setEmulatedMedia",
@@ -482,8 +483,9 @@ class BrowserOwnServer(unittest.TestCase):
     def block_diffusion_defaults(self, model, schedule, disabled, sent):
         """The page on a block-diffusion model with its settings untouched: the panel offers what the
         model's sampler takes (the rest disabled), the request carries the defaults GET /props gave,
-        and the answer equals the API's for those settings."""
-        with Server(model) as s:
+        and the answer equals the API's for those settings (serve --seed 1, so /props has a seed the page
+        sends)."""
+        with Server(model, args=["--seed", "1"]) as s:
             p = Page(self.d, s.url).open()
             props = json.loads(request(s.port, "GET", "/props")[2])
             self.assertEqual(props["schedule"], schedule)
