@@ -186,16 +186,19 @@ struct Engine::Impl {
     job.finish(std::move(r));
   }
 
-  /// Ends active[i] (its sequence, and so its K/V state, goes).
+  /// Ends active[i] (its sequence, and so its K/V state, goes). The active gauge drops before the
+  /// outcome is counted, so a reader who sees the outcome sees the job gone.
   void end_active(size_t i, JobStatus status, std::string error) {
-    Active& a = active[i];
+    Active a = std::move(active[i]);
+    active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+    {
+      std::lock_guard lock(m);
+      metrics.active = static_cast<int64_t>(active.size());
+    }
     const auto now = Clock::now();
     diffusion::GenerateResult gen = a.seq ? a.seq->result() : diffusion::GenerateResult{};
     end_job(*a.job, status, std::move(error), std::move(gen), ms_between(a.job->submitted, a.started),
             ms_between(a.started, now));
-    active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
-    std::lock_guard lock(m);
-    metrics.active = static_cast<int64_t>(active.size());
   }
 
   /// Moves queued jobs into the active set (up to `parallel`) and builds their sequences.

@@ -65,7 +65,8 @@ class Trickler:
     (never the blank line that ends the headers), from a thread, until stop()."""
 
     def __init__(self, port, n, every):
-        self.socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(n)]
+        self.addr = ("127.0.0.1", port)
+        self.socks = [socket.create_connection(self.addr, timeout=5) for _ in range(n)]
         self.every = every
         self.done = threading.Event()
         for s in self.socks:
@@ -82,6 +83,24 @@ class Trickler:
                     s.sendall(b"X-Slow-%d: 1\r\n" % i)
                 except OSError:
                     pass
+
+    def replace_refused(self):
+        """Reopens the connections the server answered (503) or closed: one it still held when these
+        came (the readiness probe's, kept alive a moment on a loaded machine) made it refuse one."""
+        for i, s in enumerate(self.socks):
+            s.setblocking(False)
+            try:
+                s.recv(1, socket.MSG_PEEK)
+            except BlockingIOError:
+                continue  # held: nothing to read until the request deadline
+            except OSError:
+                pass
+            finally:
+                s.setblocking(True)
+            s.close()
+            fresh = socket.create_connection(self.addr, timeout=5)
+            fresh.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+            self.socks[i] = fresh
 
     def stop(self):
         self.done.set()
@@ -200,11 +219,13 @@ class SlowClients(unittest.TestCase):
         with Server(LLADA, ["--parallel", "1", "--queue", "2", "--max-connections", "5"]) as s:
             slow = Trickler(s.port, 5, 0.3)
             try:
-                # Every attempt is answered within 1 s; once the server has taken the 5 trickling
-                # connections (on a loaded machine its accepting thread may take a moment), the answer
-                # is 503. Until then a 200 is right, so the first attempts may see one.
-                deadline = time.time() + 5
+                # Every attempt is answered within 1 s; once the server holds the 5 trickling
+                # connections (on a loaded machine its accepting thread may take a moment, and a
+                # connection it still held may have made it refuse one: reopened), the answer is 503.
+                # Until then a 200 is right, so the first attempts may see one.
+                deadline = time.time() + 10
                 while True:
+                    slow.replace_refused()
                     with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
                         t0 = time.time()
                         c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
