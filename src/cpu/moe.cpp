@@ -117,7 +117,7 @@ void moe_route_row(const float* router, int64_t n_expert, const float* x, int64_
   // by the f32 reciprocal of the sum.
   float max = -INFINITY;
   for (int64_t e = 0; e < n_expert; ++e) {
-    probs[e] = dot_f32(router + e * d, x, d);
+    if (router != nullptr) probs[e] = dot_f32(router + e * d, x, d);
     max = std::max(max, probs[e]);
   }
   double sum = 0;
@@ -160,7 +160,8 @@ void moe_route_row_sigmoid(const float* router, int64_t n_expert, const float* x
                            const float* bias, int64_t n_groups, int64_t n_group_used, int64_t k, bool norm,
                            float scale, float* scores, float* biased, int32_t* expert, float* weight) {
   for (int64_t e = 0; e < n_expert; ++e) {
-    scores[e] = 1.0f / (1.0f + std::exp(-dot_f32(router + e * d, x, d)));  // ggml_sigmoid
+    const float logit = router != nullptr ? dot_f32(router + e * d, x, d) : scores[e];
+    scores[e] = 1.0f / (1.0f + std::exp(-logit));  // ggml_sigmoid
     biased[e] = bias != nullptr ? scores[e] + bias[e] : scores[e];
   }
   if (n_groups > 1 && n_group_used < n_groups) {
@@ -213,6 +214,30 @@ void moe_route_row_sigmoid(const float* router, int64_t n_expert, const float* x
   for (int64_t j = 0; j < k; ++j) {
     if (norm) weight[j] = weight[j] / div;
     weight[j] *= scale;  // ggml_scale by expert_weights_scale
+  }
+}
+
+void moe_router_logits(const RowKernels& rk, const float* router, int64_t n_expert, const float* x, int64_t n,
+                       int64_t d, float* logits, int n_threads) {
+  constexpr int64_t kRows = 32;
+  const int64_t n_quads = (n_expert + 3) / 4;
+#pragma omp parallel for schedule(static) num_threads(n_threads) collapse(2)
+  for (int64_t t0 = 0; t0 < n; t0 += kRows) {
+    for (int64_t q = 0; q < n_quads; ++q) {
+      const int64_t t1 = std::min(n, t0 + kRows), e0 = 4 * q;
+      if (e0 + 4 > n_expert) {  // the last 1-3 experts
+        for (int64_t e = e0; e < n_expert; ++e)
+          for (int64_t t = t0; t < t1; ++t) logits[t * n_expert + e] = dot_f32(router + e * d, x + t * d, d);
+        continue;
+      }
+      const float* const rows[4] = {router + e0 * d, router + (e0 + 1) * d, router + (e0 + 2) * d,
+                                    router + (e0 + 3) * d};
+      float out[4];
+      for (int64_t t = t0; t < t1; ++t) {
+        rk.dot_f32_x4(rows, x + t * d, d, out);
+        for (int j = 0; j < 4; ++j) logits[t * n_expert + e0 + j] = out[j];
+      }
+    }
   }
 }
 
@@ -419,16 +444,17 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
   const bool sigmoid = c_.expert_gating == model::ExpertGating::kSigmoid;
   const float* bias = lw.exp_probs_b.empty() ? nullptr : lw.exp_probs_b.data();
   const float scale = c_.expert_weights_scale;
+  moe_router_logits(*rk_, router, E, x, n, d, routing_.probs.data(), nt);  // the rows' logits, into probs
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (int64_t t = 0; t < n; ++t) {
     int32_t* ex_t = &routing_.expert[t * k];
     float* w_t = &routing_.weight[t * k];
     if (sigmoid) {
-      moe_route_row_sigmoid(router, E, x + t * d, d, bias, c_.n_expert_groups, c_.n_group_used, k_routed,
+      moe_route_row_sigmoid(nullptr, E, x + t * d, d, bias, c_.n_expert_groups, c_.n_group_used, k_routed,
                             c_.expert_weights_norm, scale, &routing_.probs[t * E], &biased_[t * E], ex_t,
                             w_t);
     } else {
-      moe_route_row(router, E, x + t * d, d, k_routed, c_.expert_weights_norm, &routing_.probs[t * E], ex_t,
+      moe_route_row(nullptr, E, x + t * d, d, k_routed, c_.expert_weights_norm, &routing_.probs[t * E], ex_t,
                     w_t);
       if (scale != 1.0f)
         for (int64_t j = 0; j < k_routed; ++j) w_t[j] *= scale;

@@ -53,7 +53,8 @@ struct MoeRouting {
 /// keeps equal elements in index order; for more experts std::sort's order among exactly equal
 /// probabilities is unspecified, and ours stays lower-index-first. weight_j = p of slot j, divided by
 /// max(sum of the k weights in f32 (ggml_sum_rows), 6.103515625e-5) when norm (ggml_clamp, ggml_div).
-/// probs: E floats out; expert, weight: k values out. Requires 1 <= k <= E.
+/// probs: E floats out; expert, weight: k values out. Requires 1 <= k <= E. router nullptr: probs
+/// holds the logits l_e on entry (moe_router_logits).
 void moe_route_row(const float* router, int64_t n_expert, const float* x, int64_t d, int64_t k, bool norm,
                    float* probs, int32_t* expert, float* weight);
 
@@ -68,9 +69,16 @@ void moe_route_row(const float* router, int64_t n_expert, const float* x, int64_
 ///   S    = the k largest b_e, in descending order (equal values: the lower expert index first)
 ///   w_j  = s of slot j, divided by max(sum of the k, 2^-14) when norm (ggml_clamp), times scale.
 /// scores, biased: E floats out; expert, weight: k values out. Requires 1 <= k <= the kept experts.
+/// router nullptr: scores holds the logits l_e on entry (moe_router_logits).
 void moe_route_row_sigmoid(const float* router, int64_t n_expert, const float* x, int64_t d,
                            const float* bias, int64_t n_groups, int64_t n_group_used, int64_t k, bool norm,
                            float scale, float* scores, float* biased, int32_t* expert, float* weight);
+
+/// logits[t * n_expert + e] = dot_f32(router + e * d, x + t * d, d) for rows t < n: the router logits
+/// of the row functions above, bit for bit (rk.dot_f32_x4, four experts at a time), each router row
+/// read once per tile of 32 rows. n_threads split the experts.
+void moe_router_logits(const RowKernels& rk, const float* router, int64_t n_expert, const float* x, int64_t n,
+                       int64_t d, float* logits, int n_threads);
 
 /// The n x k assignments of a routing, grouped by expert: grouped rows [begin[e], begin[e + 1]) belong
 /// to expert e, in increasing (row, slot) order; grouped row i reads activation row src_row[i], and

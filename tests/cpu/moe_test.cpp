@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "base/isa.h"
+#include "cpu/kernels/row_kernels.h"
+#include "cpu/ops.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
@@ -367,6 +369,29 @@ INSTANTIATE_TEST_SUITE_P(Blocks, MoeBlock,
                                            BlockCase{"llada_moe_f32", "llada-moe", WeightMix::kF32},
                                            BlockCase{"rnd1_float_mix", "rnd1", WeightMix::kFloatMix}),
                          [](const auto& info) { return info.param.name; });
+
+// moe_router_logits equals dot_f32 bit for bit on every row-kernel path this CPU has (the router's
+// logits choose the experts): 22 experts (5 groups of 4 and 2 left), rows of 99 (a tail of 3), 70
+// rows (tiles of 32, 32 and 6), 1 and 2 threads.
+TEST(RouterLogits, EqualDotF32OnEveryPath) {
+  const int64_t E = 22, d = 99, n = 70;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g;
+  std::vector<float> router(size_t(E * d)), x(size_t(n * d));
+  for (float& v : router) v = g(rng);
+  for (float& v : x) v = g(rng);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
+    if (!isa_supported(isa)) continue;
+    for (int threads : {1, 2}) {
+      std::vector<float> logits(size_t(n * E), 0.0f);
+      cpu::moe_router_logits(cpu::row_kernels(isa), router.data(), E, x.data(), n, d, logits.data(), threads);
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t e = 0; e < E; ++e)
+          ASSERT_EQ(logits[size_t(t * E + e)], cpu::dot_f32(&router[size_t(e * d)], &x[size_t(t * d)], d))
+              << isa_name(isa) << " row " << t << " expert " << e;
+    }
+  }
+}
 
 // expert_layout's rule worked by hand: rows an expert sees per block-diffusion step =
 // block_length x n_expert_used / n_expert.

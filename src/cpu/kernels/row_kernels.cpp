@@ -16,7 +16,12 @@ void attention_head_scalar(const AttentionHead& a) {
   }
 }
 
-const RowKernels kScalarKernels = {quant::quantize_row_q8_K, silu_mul, attention_head_scalar, rmsnorm};
+void dot_f32_x4_scalar(const float* const a[4], const float* b, int64_t n, float out[4]) {
+  for (int j = 0; j < 4; ++j) out[j] = dot_f32(a[j], b, n);
+}
+
+const RowKernels kScalarKernels = {quant::quantize_row_q8_K, silu_mul, attention_head_scalar, rmsnorm,
+                                   dot_f32_x4_scalar};
 
 }  // namespace
 

@@ -2,13 +2,15 @@
 // paths. Algorithms in row_kernels_simd.h.
 #include <immintrin.h>
 
+#include "cpu/kernels/dot4_ymm.h"
 #include "cpu/kernels/lanes_ymm.h"
 #include "cpu/kernels/row_kernels_simd.h"
 
 namespace dllm::cpu::simd {
 namespace {
 
-const RowKernels kKernels = {quantize_q8_K<Ymm>, silu_mul<Ymm>, attention_head<Ymm, 2>, rmsnorm<Ymm>};
+const RowKernels kKernels = {quantize_q8_K<Ymm>, silu_mul<Ymm>, attention_head<Ymm, 2>, rmsnorm<Ymm>,
+                             dot_f32_x4_ymm};
 
 }  // namespace
 

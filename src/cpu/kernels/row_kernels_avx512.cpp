@@ -5,13 +5,15 @@
 // uninitialized" once the reductions inline (a known false positive, as in qgemm_avx512.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "cpu/kernels/dot4_ymm.h"
 #include "cpu/kernels/lanes_zmm.h"
 #include "cpu/kernels/row_kernels_simd.h"
 
 namespace dllm::cpu::simd {
 namespace {
 
-const RowKernels kKernels = {quantize_q8_K<Zmm>, silu_mul<Zmm>, attention_head<Zmm, 4>, rmsnorm<Zmm>};
+const RowKernels kKernels = {quantize_q8_K<Zmm>, silu_mul<Zmm>, attention_head<Zmm, 4>, rmsnorm<Zmm>,
+                             dot_f32_x4_ymm};
 
 }  // namespace
 
