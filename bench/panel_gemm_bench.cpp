@@ -106,7 +106,8 @@ void BM_panel_gemm(benchmark::State& st) {
   }
   const Operands& o = operands();
   std::vector<float> c = o.c;
-  dllm::cpu::PanelGemm g{.a = o.a.data(), .lda = kK, .m = kM, .ids = o.ids.data(), .k = kK, .n = kN, .b_row = {}};
+  dllm::cpu::PanelGemm g{
+      .a = o.a.data(), .lda = kK, .m = kM, .ids = o.ids.data(), .k = kK, .n = kN, .b_row = {}};
   if (q6)
     g.b_row = [&](int64_t id, float* dst) {
       dllm::quant::dequantize_row(dllm::gguf::GgmlType::Q6_K, &o.q6[id * (kN / 256)], dst, kN);

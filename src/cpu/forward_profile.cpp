@@ -63,7 +63,8 @@ void Profile::print() const {
     const Traffic& a = passes[i].start;
     const Traffic& b = i + 1 < passes.size() ? passes[i + 1].start : now;
     std::fprintf(stderr, "profile pass %zu: rows %lld, weight bytes %llu, multiply-adds %llu\n", i,
-                 static_cast<long long>(passes[i].rows), static_cast<unsigned long long>(b.weight_bytes - a.weight_bytes),
+                 static_cast<long long>(passes[i].rows),
+                 static_cast<unsigned long long>(b.weight_bytes - a.weight_bytes),
                  static_cast<unsigned long long>(b.macs - a.macs));
   }
 }

@@ -1,7 +1,8 @@
 // Opt-in per-phase timing of the CPU forward pass ($DLLM_PROFILE=1; bench/profile_forward.py reads
 // the table): wall time and process CPU time (all threads, spin-waiting included) per phase, summed
 // over forward passes and printed per pass to stderr when the CpuForward is destroyed, with each
-// pass's weight bytes and multiply-adds (traffic.h). Off (the default), a phase costs one branch. Internal to src/cpu/forward.cpp.
+// pass's weight bytes and multiply-adds (traffic.h). Off (the default), a phase costs one branch. Internal to
+// src/cpu/forward.cpp.
 #pragma once
 
 #include <array>

@@ -81,7 +81,8 @@ class PackedMatrix final : public Matrix {
     return static_cast<uint64_t>((n_out_ + qgemm::kRows - 1) / qgemm::kRows * n_sb) * sizeof(Block);
   }
 
-  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y,
+                     int64_t ldy) const override {
     o_end = std::min(o_end, n_out_);
     if (o_begin >= o_end || x.n_tokens <= 0) return;
     qgemm::GemmArgs a;

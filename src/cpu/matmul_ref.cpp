@@ -28,7 +28,8 @@ class KQuantMatrix final : public Matrix {
       : Matrix(t.ne[1], t.ne[0]), data_(data), row_bytes_(t.row_bytes()) {}
   bool wants_q8k() const override { return true; }
   uint64_t weight_bytes() const override { return static_cast<uint64_t>(n_out_) * row_bytes_; }
-  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y,
+                     int64_t ldy) const override {
     const int64_t nb = n_in_ / quant::kQK_K;
     for (int64_t o = o_begin; o < o_end; ++o) {
       const Block* w = reinterpret_cast<const Block*>(data_ + static_cast<uint64_t>(o) * row_bytes_);
@@ -50,7 +51,8 @@ class Q80Matrix final : public Matrix {
   bool wants_q8k() const override { return false; }
   bool wants_q8_0() const override { return true; }
   uint64_t weight_bytes() const override { return static_cast<uint64_t>(n_out_) * row_bytes_; }
-  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y,
+                     int64_t ldy) const override {
     const int64_t nb = n_in_ / quant::kQK8_0;
     const quant::block_q8_0* xq = x.q8_0;
     std::vector<quant::block_q8_0> own;
@@ -92,7 +94,8 @@ class Q50Matrix final : public Matrix {
   bool wants_q8_0() const override { return true; }
   bool owns_data() const override { return true; }
   uint64_t weight_bytes() const override { return inner_->weight_bytes(); }
-  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y,
+                     int64_t ldy) const override {
     inner_->multiply_rows(x, o_begin, o_end, y, ldy);
   }
 
@@ -120,7 +123,8 @@ class F32Matrix final : public Matrix {
   bool wants_q8k() const override { return false; }
   bool owns_data() const override { return !owned_.empty(); }
   uint64_t weight_bytes() const override { return static_cast<uint64_t>(n_out_ * n_in_) * sizeof(float); }
-  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const override {
+  void multiply_rows(const Activations& x, int64_t o_begin, int64_t o_end, float* y,
+                     int64_t ldy) const override {
     for (int64_t o = o_begin; o < o_end; ++o) {
       const float* w = w_ + o * n_in_;
       for (int64_t t = 0; t < x.n_tokens; ++t) y[t * ldy + o] = dot_f32(w, x.f32 + t * n_in_, n_in_);

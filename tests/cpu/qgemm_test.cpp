@@ -684,8 +684,10 @@ TEST(QGemmTraffic, CountsTheStoredBytesAndTheMultiplyAdds) {
   std::vector<Case> cases;
   cases.push_back({make_matrix_ref(w.info(), w.bytes.data()), 40 * 2 * 210});
   if (isa_supported(Isa::kAvx512Vnni)) {
-    cases.push_back({make_matrix(w.info(), w.bytes.data(), Isa::kAvx512Vnni, WeightLayout::kCompact), 3 * 2 * 3392});
-    cases.push_back({make_matrix(w.info(), w.bytes.data(), Isa::kAvx512Vnni, WeightLayout::kFast), 3 * 2 * 4480});
+    cases.push_back(
+        {make_matrix(w.info(), w.bytes.data(), Isa::kAvx512Vnni, WeightLayout::kCompact), 3 * 2 * 3392});
+    cases.push_back(
+        {make_matrix(w.info(), w.bytes.data(), Isa::kAvx512Vnni, WeightLayout::kFast), 3 * 2 * 4480});
   }
   for (const Case& c : cases) {
     EXPECT_EQ(c.m->weight_bytes(), c.bytes);
