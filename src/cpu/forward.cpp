@@ -384,19 +384,7 @@ struct CpuForward::Impl final : model::DeviceOps {
     // 1 / sum), rounded to f16 as ggml-cpu rounds the F16 matmul's other operand.
     sc_probs.resize(static_cast<size_t>(m * V));
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t i = 0; i < m; ++i) {
-      float* pr = &sc_probs[i * V];
-      float mx = -INFINITY;
-      for (int64_t v = 0; v < V; ++v) mx = std::max(mx, prev[i][v] * scale[i]);
-      double sum = 0;
-      for (int64_t v = 0; v < V; ++v) {
-        pr[v] = std::exp(prev[i][v] * scale[i] - mx);
-        sum += pr[v];
-      }
-      const auto inv = static_cast<float>(1.0 / sum);
-      for (int64_t v = 0; v < V; ++v) pr[v] *= inv;
-      panel_gemm_kernels(isa).round_f16(pr, V);
-    }
+    for (int64_t i = 0; i < m; ++i) rk->softmax_f16(prev[i], scale[i], &sc_probs[i * V], V);
     // Ids whose probability rounds to 0 in every row add nothing (a trained model's softmax leaves
     // most of a 262144-token vocabulary below f16's smallest value): skipped. Each thread scans its
     // own range of ids row after row (memory order).
@@ -415,16 +403,24 @@ struct CpuForward::Impl final : model::DeviceOps {
     // PR's F16 copy, sc_embT, diffusion-gemma.cpp 693-753), every id in increasing order.
     ps.emplace(prof, Phase::kSelfCondGemm);
     for (int64_t i = 0; i < m; ++i) std::fill_n(normed.row(i), d, 0.0f);
-    const PanelGemm g{
-        .a = sc_probs.data(),
-        .lda = V,
-        .m = m,
-        .ids = sc_ids.data(),
-        .k = static_cast<int64_t>(sc_ids.size()),
-        .n = d,
-        .b_row = [this](int64_t id, float* dst) { model.dequantize_row(model.token_embd(), id, dst); },
-        .c = normed.row(0),
-        .ldc = d};
+    const PanelGemm g{.a = sc_probs.data(),
+                      .lda = V,
+                      .m = m,
+                      .ids = sc_ids.data(),
+                      .k = static_cast<int64_t>(sc_ids.size()),
+                      .n = d,
+                      .b_row =
+                          [this, &e = model.token_embd()](int64_t id, float* dst) {
+                            if (e.type != gguf::GgmlType::Q6_K) return model.dequantize_row(e, id, dst);
+                            // Q4_K_M files store token_embd as Q6_K: the row kernels' decoder (the same bits
+                            // as quant's; with the scalar one, decoding took about a third of this product's
+                            // time).
+                            const uint8_t* row = model.data(e) + static_cast<uint64_t>(id) * e.row_bytes();
+                            rk->dequantize_q6_K(reinterpret_cast<const quant::block_q6_K*>(row), dst,
+                                                e.ne[0]);
+                          },
+                      .c = normed.row(0),
+                      .ldc = d};
     panel_gemm(isa, g, n_threads);
     ps.reset();  // the MLP below times itself (gemm gate/up, gemm down)
     const std::vector<float>& pre_norm = model.self_cond().pre_norm;
@@ -739,9 +735,9 @@ struct CpuForward::Impl final : model::DeviceOps {
     if (cap == 0.0f) return;
     const int64_t V = output->n_out();
     for (const model::PassSegment& sg : p.segs) {
-      const auto n = static_cast<int64_t>(sg.logit_rows.size()) * V;
+      const auto n = static_cast<int64_t>(sg.logit_rows.size());
 #pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int64_t i = 0; i < n; ++i) sg.logits[i] = std::tanh(sg.logits[i] * (1.0f / cap)) * cap;
+      for (int64_t i = 0; i < n; ++i) rk->softcap(sg.logits + i * V, V, cap);
     }
   }
 };

@@ -3,7 +3,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+
+#include "quant/quant.h"
 
 namespace dllm::cpu {
 
@@ -102,6 +105,15 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
     const float g = gate[i];
     out[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+void softmax_f16(const float* x, float scale, float* y, int64_t n) {
+  float m = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i] * scale);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += y[i] = std::exp(x[i] * scale - m);
+  const auto inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) y[i] = quant::fp16_to_fp32(quant::fp32_to_fp16(y[i] * inv));
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

@@ -51,6 +51,11 @@ void attention_queries(const float* q, int64_t n_q, const float* k, const float*
 /// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may alias gate or up.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
+/// Softmax of one row rounded to f16: y[i] = f16(e_i * float(1 / sum)), e_i = exp(x[i] * scale - m),
+/// m = max x[i] * scale, the sum of the e_i in double (ggml_soft_max_f32; f16() as ggml-cpu rounds an
+/// F16 matmul's f32 operand, quant::fp32_to_fp16). y may alias x; n >= 1.
+void softmax_f16(const float* x, float scale, float* y, int64_t n);
+
 /// y[i] += x[i].
 void add_inplace(float* y, const float* x, int64_t n);
 

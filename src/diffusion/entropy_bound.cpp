@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 
@@ -45,21 +46,27 @@ EbRow eb_row(const float* row, int64_t n_vocab, float temp_inv, float u) {
       r.argmax = static_cast<int32_t>(v);
     }
   }
+  // e_v = exp(z_v - m) once per id (the PR computes it twice), Z summed in id order in float as there.
+  thread_local std::vector<float> e;
+  e.resize(static_cast<size_t>(n_vocab));
   float Z = 0.0f;
-  for (int64_t v = 0; v < n_vocab; ++v) Z += std::exp(row[v] * temp_inv - m);
+  for (int64_t v = 0; v < n_vocab; ++v) Z += e[v] = std::exp(row[v] * temp_inv - m);
   const float target = u * Z;
-  float cum = 0.0f, H = 0.0f;
+  float cum = 0.0f;
   r.sampled = static_cast<int32_t>(n_vocab - 1);
-  bool picked = false;
   for (int64_t v = 0; v < n_vocab; ++v) {
-    const float e = std::exp(row[v] * temp_inv - m);
-    const float p = e / Z;
-    if (p > 0.0f) H -= p * std::log(p);
-    cum += e;
-    if (!picked && cum >= target) {
+    cum += e[v];
+    if (cum >= target) {
       r.sampled = static_cast<int32_t>(v);
-      picked = true;
+      break;
     }
+  }
+  // H = -sum p log p in float, id by id, as the PR computes it (the recorded entropies are its float
+  // rounding: an exact sum differs from them by about 1e-6).
+  float H = 0.0f;
+  for (int64_t v = 0; v < n_vocab; ++v) {
+    const float p = e[v] / Z;
+    if (p > 0.0f) H -= p * std::log(p);
   }
   r.entropy = H;
   return r;

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -89,6 +91,80 @@ TEST_P(RowKernelsIsa, SiluMulMatchesF64) {
     // Below 1e-30 (g < -69) only the magnitude matters: the scalar path itself flushes g = -89 to -0.
     EXPECT_NEAR(out[i], ref, 8 * 0x1p-24 * std::abs(ref) + 1e-30) << "g=" << g[i] << " u=" << u[i];
   }
+}
+
+// --- Softmax rounded to f16 -----------------------------------------------------------------------
+
+TEST_P(RowKernelsIsa, SoftmaxF16MatchesF64) {
+  for (const int64_t n : {1, 15, 4096 + 7, 262144 + 3}) {
+    const float scale = 1.25f;
+    auto x = random_vector(n, 40 + n, 6.0f);
+    if (n > 100) x[n / 3] = 40.0f;  // one dominant logit: most probabilities become f16 subnormals or 0
+    std::vector<float> y(n);
+    k().softmax_f16(x.data(), scale, y.data(), n);
+    double m = -INFINITY, z = 0;
+    for (const float v : x) m = std::max(m, double(v * scale));
+    for (const float v : x) z += std::exp(double(v * scale) - m);
+    for (int64_t i = 0; i < n; ++i) {
+      const double p = std::exp(double(x[i] * scale) - m) / z;
+      // f16 keeps 11 significant bits (half an ulp: 2^-11 relative) down to 2^-14, then steps of 2^-24;
+      // the exp, the sum and 1 / sum add a few 2^-24 before that rounding.
+      const double tol = std::max(p * (0x1p-11 + 8 * 0x1p-24), 0x1p-25 + 1e-12);
+      EXPECT_NEAR(y[i], p, tol) << "n " << n << " id " << i;
+      EXPECT_EQ(y[i], quant::fp16_to_fp32(quant::fp32_to_fp16(y[i]))) << "not an f16 value: id " << i;
+    }
+  }
+}
+
+// --- Final logit softcap --------------------------------------------------------------------------
+
+TEST_P(RowKernelsIsa, SoftcapMatchesF64) {
+  const float cap = 30.0f;
+  auto x = random_vector(8192 + 3, 50, 40.0f);
+  // Both sides of the |x / cap| = 0.5 switch, tiny values, signed zeros and saturation.
+  const float edges[] = {0.0f, -0.0f, 1e-30f, -1e-20f, 14.99f, 15.0f, 15.01f, -15.0f, 3000.0f, -3e6f, 1e30f};
+  for (size_t i = 0; i < std::size(edges); ++i) x[7 + i] = edges[i];
+  x[40] = NAN;
+  auto y = x;
+  k().softcap(y.data(), static_cast<int64_t>(y.size()), cap);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double ref = std::tanh(double(x[i] * (1.0f / cap))) * cap;  // the scaled input as f32, as ggml
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(y[i]));
+      continue;
+    }
+    // tanh within a few 2^-24 (exp, divide, subtract), then one f32 multiply.
+    EXPECT_NEAR(y[i], ref, 6 * 0x1p-24 * std::abs(ref) + 1e-37) << "x=" << x[i];
+    EXPECT_EQ(std::signbit(y[i]), std::signbit(ref)) << "x=" << x[i];
+  }
+}
+
+// --- Q6_K decoding --------------------------------------------------------------------------------
+
+TEST_P(RowKernelsIsa, DequantizeQ6KMatchesTheBlockLayoutBitForBit) {
+  // Random bytes for ql, qh and the scales (every bit pattern reachable), random f16 d.
+  std::mt19937 rng(7);
+  const int64_t nb = 11;  // DiffusionGemma's 2816 / 256
+  std::vector<quant::block_q6_K> b(nb);
+  for (auto& blk : b) {
+    auto* bytes = reinterpret_cast<uint8_t*>(&blk);
+    for (size_t i = 0; i < sizeof blk; ++i) bytes[i] = static_cast<uint8_t>(rng());
+    blk.d = quant::fp32_to_fp16(std::uniform_real_distribution<float>(-0.05f, 0.05f)(rng));
+  }
+  std::vector<float> got(nb * quant::kQK_K);
+  k().dequantize_q6_K(b.data(), got.data(), nb * quant::kQK_K);
+  // ggml-common.h block_q6_K: in half h, value 32g + l (l < 32) has the low nibble of ql[64h + l + 32(g & 1)]
+  // (the high nibble when g >= 2) and bits 2g..2g+1 of qh[32h + l] on top; x = d * scales[j] * (q - 32).
+  for (int64_t i = 0; i < nb; ++i)
+    for (int e = 0; e < quant::kQK_K; ++e) {
+      const int h = e / 128, g = (e % 128) / 32, l = e % 32;
+      const uint8_t ql = b[i].ql[64 * h + l + 32 * (g & 1)];
+      const int q = ((g >= 2 ? ql >> 4 : ql & 15) | (((b[i].qh[32 * h + l] >> (2 * g)) & 3) << 4)) - 32;
+      const float want =
+          quant::fp16_to_fp32(b[i].d) * static_cast<float>(b[i].scales[e / 16]) * static_cast<float>(q);
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i * quant::kQK_K + e]), std::bit_cast<uint32_t>(want))
+          << "block " << i << " value " << e;
+    }
 }
 
 // --- RMSNorm -------------------------------------------------------------------------------------

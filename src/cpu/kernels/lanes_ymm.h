@@ -24,6 +24,18 @@ struct Ymm {
   static F max(F a, F b) { return _mm256_max_ps(a, b); }
   static F min(F a, F b) { return _mm256_min_ps(a, b); }
   static F abs(F a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+  /// Lanes where x < lim take a, the others b.
+  static F select_lt(F x, float lim, F a, F b) {
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_set1_ps(lim), _CMP_LT_OQ));
+  }
+  /// r, with x's lanes where x is NaN.
+  static F keep_nan(F r, F x) { return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
+  /// |mag| with the sign bit of sgn (mag >= 0).
+  static F copysign(F mag, F sgn) { return _mm256_or_ps(mag, _mm256_and_ps(sgn, _mm256_set1_ps(-0.0f))); }
+  /// The 8 int8 at p as f32 (exact).
+  static F from_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
   static float hmax(F a) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));

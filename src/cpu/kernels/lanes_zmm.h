@@ -24,6 +24,18 @@ struct Zmm {
   static F max(F a, F b) { return _mm512_max_ps(a, b); }
   static F min(F a, F b) { return _mm512_min_ps(a, b); }
   static F abs(F a) { return _mm512_abs_ps(a); }
+  /// Lanes where x < lim take a, the others b.
+  static F select_lt(F x, float lim, F a, F b) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(lim), _CMP_LT_OQ), b, a);
+  }
+  /// r, with x's lanes where x is NaN.
+  static F keep_nan(F r, F x) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, x); }
+  /// |mag| with the sign bit of sgn (mag >= 0).
+  static F copysign(F mag, F sgn) { return _mm512_or_ps(mag, _mm512_and_ps(sgn, _mm512_set1_ps(-0.0f))); }
+  /// The 16 int8 at p as f32 (exact).
+  static F from_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
   static float hmax(F a) { return _mm512_reduce_max_ps(a); }
   /// Rounded to binary16 (ties to even) and back.
   static F round_f16(F a) {

@@ -1,6 +1,8 @@
 // The portable row kernels (cpu/ops.h, quant/quant.h) and the choice of a set per Isa.
 #include "cpu/kernels/row_kernels.h"
 
+#include <cmath>
+
 #include "cpu/ops.h"
 #include "quant/quant.h"
 
@@ -20,8 +22,13 @@ void dot_f32_x4_scalar(const float* const a[4], const float* b, int64_t n, float
   for (int j = 0; j < 4; ++j) out[j] = dot_f32(a[j], b, n);
 }
 
-const RowKernels kScalarKernels = {quant::quantize_row_q8_K, silu_mul, attention_head_scalar, rmsnorm,
-                                   dot_f32_x4_scalar};
+void softcap_scalar(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * (1.0f / cap)) * cap;
+}
+
+const RowKernels kScalarKernels = {
+    quant::quantize_row_q8_K, silu_mul,    attention_head_scalar,      rmsnorm,
+    dot_f32_x4_scalar,        softmax_f16, quant::dequantize_row_q6_K, softcap_scalar};
 
 }  // namespace
 

@@ -12,8 +12,8 @@
 namespace dllm::cpu::simd {
 namespace {
 
-const RowKernels kKernels = {quantize_q8_K<Zmm>, silu_mul<Zmm>, attention_head<Zmm, 4>, rmsnorm<Zmm>,
-                             dot_f32_x4_ymm};
+const RowKernels kKernels = {quantize_q8_K<Zmm>, silu_mul<Zmm>,    attention_head<Zmm, 4>, rmsnorm<Zmm>,
+                             dot_f32_x4_ymm,     softmax_f16<Zmm>, dequantize_q6_K<Zmm>,   softcap<Zmm>};
 
 }  // namespace
 

@@ -11,6 +11,8 @@
 // of their squares, in double).
 #pragma once
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include "cpu/kernels/row_kernels.h"
 #include "cpu/ops.h"
 #include "quant/blocks.h"
+#include "quant/quant.h"
 
 namespace dllm::cpu::simd {
 namespace {
@@ -113,6 +116,105 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
     V::store(out + i, V::mul(V::div(g, V::add(one, e)), V::load(up + i)));
   }
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A vocabulary row's softmax, rounded to f16 (cpu/ops.h softmax_f16): the maximum, e = exp(x s - m)
+// kept in y with its sum in double, then y * (1 / sum) rounded to binary16.
+
+template <class V>
+void softmax_f16(const float* x, float scale, float* y, int64_t n) {
+  using F = typename V::F;
+  const F s = V::set1(scale);
+  F mv = V::set1(-INFINITY);
+  int64_t i = 0;
+  for (; i + V::W <= n; i += V::W) mv = V::max(mv, V::mul(V::load(x + i), s));
+  float m = V::hmax(mv);
+  for (int64_t j = i; j < n; ++j) m = std::max(m, x[j] * scale);
+  const F mb = V::set1(m);
+  typename V::DAcc acc = V::dzero();
+  for (i = 0; i + V::W <= n; i += V::W) {
+    const F e = vexp<V>(V::sub(V::mul(V::load(x + i), s), mb));
+    V::store(y + i, e);
+    V::dadd(acc, e);
+  }
+  double sum = V::dsum(acc);
+  for (int64_t j = i; j < n; ++j) sum += y[j] = std::exp(x[j] * scale - m);
+  const auto inv = static_cast<float>(1.0 / sum);
+  const F iv = V::set1(inv);
+  for (i = 0; i + V::W <= n; i += V::W) V::store(y + i, V::round_f16(V::mul(V::load(y + i), iv)));
+  for (; i < n; ++i) y[i] = quant::fp16_to_fp32(quant::fp32_to_fp16(y[i] * inv));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The final logit softcap, x = tanh(x / cap) * cap. tanh(|y|): for |y| < 0.5 the Taylor series to
+// y^19 (the next term is below 2^-30 of y there); above, 1 - 2 / (e^2|y| + 1) (the subtraction loses
+// at most a bit: 2 / (e^2|y| + 1) < 0.54; e^2|y| saturates at e^88, where tanh is 1); then y's sign
+// (so -0 stays -0) and NaN kept.
+
+template <class V>
+void softcap(float* x, int64_t n, float cap) {
+  using F = typename V::F;
+  const float inv = 1.0f / cap;
+  static constexpr float kC[] = {-443861162.0f / 1856156927625.0f,
+                                 6404582.0f / 10854718875.0f,
+                                 -929569.0f / 638512875.0f,
+                                 21844.0f / 6081075.0f,
+                                 -1382.0f / 155925.0f,
+                                 62.0f / 2835.0f,
+                                 -17.0f / 315.0f,
+                                 2.0f / 15.0f,
+                                 -1.0f / 3.0f};
+  int64_t i = 0;
+  for (; i + V::W <= n; i += V::W) {
+    const F y = V::mul(V::load(x + i), V::set1(inv));
+    const F a = V::abs(y);
+    const F as = V::min(a, V::set1(0.5f));
+    const F a2 = V::mul(as, as);
+    F q = V::set1(kC[0]);
+    for (size_t k = 1; k < std::size(kC); ++k) q = V::fmadd(q, a2, V::set1(kC[k]));
+    const F small = V::fmadd(V::mul(as, a2), q, as);
+    const F e = vexp<V>(V::add(a, a));
+    const F big = V::sub(V::set1(1.0f), V::div(V::set1(2.0f), V::add(e, V::set1(1.0f))));
+    const F t = V::keep_nan(V::copysign(V::select_lt(a, 0.5f, small, big), y), y);
+    V::store(x + i, V::mul(t, V::set1(cap)));
+  }
+  for (; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Q6_K rows decoded, bit-identical to quant::dequantize_row_q6_K: the same signed 6-bit values
+// (unpacked 16 at a time with SSE byte logic) and one f32 multiply of each by d * scales[j] (exact).
+
+template <class V>
+void dequantize_q6_K(const quant::block_q6_K* x, float* y, int64_t n) {
+  const __m128i m4 = _mm_set1_epi8(0x0F), m30 = _mm_set1_epi8(0x30), k32 = _mm_set1_epi8(32);
+  alignas(16) int8_t q[quant::kQK_K];
+  const auto ld = [](const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+  const auto st = [&](int8_t* p, __m128i v) {
+    _mm_store_si128(reinterpret_cast<__m128i*>(p), _mm_sub_epi8(v, k32));
+  };
+  for (int64_t i = 0; i < n / quant::kQK_K; ++i, y += quant::kQK_K) {
+    const quant::block_q6_K& b = x[i];
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = b.ql + 64 * h;
+      const uint8_t* qh = b.qh + 32 * h;
+      int8_t* out = q + 128 * h;
+      for (int l = 0; l < 32; l += 16) {  // value 32g + l takes bits 2g..2g+1 of qh[l] as its bits 4-5
+        const __m128i lo = ld(ql + l), hi = ld(ql + 32 + l), hb = ld(qh + l);
+        st(out + l, _mm_or_si128(_mm_and_si128(lo, m4), _mm_and_si128(_mm_slli_epi16(hb, 4), m30)));
+        st(out + l + 32, _mm_or_si128(_mm_and_si128(hi, m4), _mm_and_si128(_mm_slli_epi16(hb, 2), m30)));
+        st(out + l + 64, _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), m4), _mm_and_si128(hb, m30)));
+        st(out + l + 96,
+           _mm_or_si128(_mm_and_si128(_mm_srli_epi16(hi, 4), m4), _mm_and_si128(_mm_srli_epi16(hb, 2), m30)));
+      }
+    }
+    const float d = quant::fp16_to_fp32(b.d);
+    for (int j = 0; j < quant::kQK_K / 16; ++j) {
+      const typename V::F dj = V::set1(d * static_cast<float>(b.scales[j]));
+      for (int c = 0; c < 16; c += V::W) V::store(y + 16 * j + c, V::mul(dj, V::from_i8(q + 16 * j + c)));
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
