@@ -106,6 +106,7 @@ struct CpuForward::Impl final : model::DeviceOps {
   /// (Gemma), -1 for none.
   int64_t pending_layer = -1;
   std::unique_ptr<Matrix> output;
+  bool tied_head = false;  ///< output is token_embd (no output.weight in the file)
   /// The matrices reading each projection input (they decide its quantized forms).
   std::vector<const Matrix*> normed_users, o_users, down_users;
 
@@ -222,6 +223,7 @@ struct CpuForward::Impl final : model::DeviceOps {
       layers.push_back(std::move(lm));
     }
     output = make(&model.output());
+    tied_head = &model.output() == &model.token_embd();
     if (c.self_conditioning) {
       sc_gate = make(model.self_cond().gate);
       sc_up = make(model.self_cond().up);
@@ -341,7 +343,11 @@ struct CpuForward::Impl final : model::DeviceOps {
 #pragma omp parallel for schedule(static) num_threads(n_threads)
       for (int64_t r = 0; r < p.n_rows; ++r) {
         float* xr = &x[r * d];
-        model.dequantize_row(model.token_embd(), p.tokens[r], xr);
+        // A tied LM head's packed rows where its layout decodes (the same bits): a lookup in the
+        // mapping faults in whole page-cache folios (about 1 MB a row here), which adds up to most of
+        // token_embd over a few random canvases.
+        if (!tied_head || !output->decode_row(p.tokens[r], xr))
+          model.dequantize_row(model.token_embd(), p.tokens[r], xr);
         if (scale != 1.0f)
           for (int64_t i = 0; i < d; ++i) xr[i] *= scale;
       }
@@ -403,22 +409,22 @@ struct CpuForward::Impl final : model::DeviceOps {
     // PR's F16 copy, sc_embT, diffusion-gemma.cpp 693-753), every id in increasing order.
     ps.emplace(prof, Phase::kSelfCondGemm);
     for (int64_t i = 0; i < m; ++i) std::fill_n(normed.row(i), d, 0.0f);
+    const gguf::TensorInfo& e = model.token_embd();
+    auto b_row = [&](int64_t id, float* dst) {
+      // The tied LM head's packed rows where its layout decodes (token_embd's mapped pages then stay
+      // released); else the file's rows, Q6_K (Q4_K_M files) by the row kernels' decoder.
+      if (tied_head && output->decode_row(id, dst)) return;
+      if (e.type != gguf::GgmlType::Q6_K) return model.dequantize_row(e, id, dst);
+      const uint8_t* row = model.data(e) + static_cast<uint64_t>(id) * e.row_bytes();
+      rk->dequantize_q6_K(reinterpret_cast<const quant::block_q6_K*>(row), dst, e.ne[0]);
+    };
     const PanelGemm g{.a = sc_probs.data(),
                       .lda = V,
                       .m = m,
                       .ids = sc_ids.data(),
                       .k = static_cast<int64_t>(sc_ids.size()),
                       .n = d,
-                      .b_row =
-                          [this, &e = model.token_embd()](int64_t id, float* dst) {
-                            if (e.type != gguf::GgmlType::Q6_K) return model.dequantize_row(e, id, dst);
-                            // Q4_K_M files store token_embd as Q6_K: the row kernels' decoder (the same bits
-                            // as quant's; with the scalar one, decoding took about a third of this product's
-                            // time).
-                            const uint8_t* row = model.data(e) + static_cast<uint64_t>(id) * e.row_bytes();
-                            rk->dequantize_q6_K(reinterpret_cast<const quant::block_q6_K*>(row), dst,
-                                                e.ne[0]);
-                          },
+                      .b_row = b_row,
                       .c = normed.row(0),
                       .ldc = d};
     panel_gemm(isa, g, n_threads);

@@ -76,6 +76,25 @@ class PackedMatrix final : public Matrix {
   int64_t row_granularity() const override { return 2 * qgemm::kRows; }
   bool owns_data() const override { return true; }
 
+  bool decode_row(int64_t o, float* dst) const override {
+    if constexpr (kQ6K8) {
+      // Q6K8Block (cpu/kernels/qgemm.h): value 32s + 16h + 4p + b of row r at q[s][p][h][r][b] (q - 32),
+      // scale sc[2s + h] at scales[s][r][h], d as f32: d * sc * (q - 32) as quant's decoder.
+      const int64_t r = o % qgemm::kRows, n_sb = n_in_ / quant::kQK_K;
+      const qgemm::Q6K8Block* b = blocks_.get() + o / qgemm::kRows * n_sb;
+      for (int64_t sb = 0; sb < n_sb; ++sb, dst += quant::kQK_K)
+        for (int s = 0; s < 8; ++s)
+          for (int h = 0; h < 2; ++h) {
+            const float dj = b[sb].d[r] * static_cast<float>(b[sb].scales[s][r][h]);
+            for (int p = 0; p < 4; ++p)
+              for (int k = 0; k < 4; ++k)
+                dst[32 * s + 16 * h + 4 * p + k] = dj * static_cast<float>(b[sb].q[s][p][h][r][k]);
+          }
+      return true;
+    }
+    return Matrix::decode_row(o, dst);
+  }
+
   uint64_t weight_bytes() const override {
     const int64_t n_sb = n_in_ / (kQ8_0 ? quant::kQK8_0 : quant::kQK_K);
     return static_cast<uint64_t>((n_out_ + qgemm::kRows - 1) / qgemm::kRows * n_sb) * sizeof(Block);

@@ -66,6 +66,14 @@ class Matrix {
   virtual int64_t row_granularity() const { return 16; }
   /// True when the matrix holds its own copy of the weights (repacked), so the mapping's pages can go.
   virtual bool owns_data() const { return false; }
+  /// Writes row o (n_in values) decoded to f32, bit-identical to the GGUF block decoder
+  /// (quant::dequantize_row), and returns true, where the stored layout allows it (Q6K8Block); returns
+  /// false otherwise. DiffusionGemma's self-conditioning reads the tied token_embd this way, so the
+  /// mapping's pages stay released.
+  virtual bool decode_row(int64_t o, float* dst) const {
+    (void)o, (void)dst;
+    return false;
+  }
 
  protected:
   Matrix(int64_t n_out, int64_t n_in) : n_out_(n_out), n_in_(n_in) {}

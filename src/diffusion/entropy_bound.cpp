@@ -125,7 +125,6 @@ EntropyBoundSequence::EntropyBoundSequence(std::span<const int32_t> prompt, cons
   if (prefix_.empty()) throw UsageError("the prompt is empty: DiffusionGemma needs at least one token");
   const auto C = static_cast<size_t>(p.canvas_length);
   logits_.resize(C * static_cast<size_t>(n_vocab));
-  prev_logits_.resize(logits_.size());
   for (int64_t i = 0; i < p.canvas_length; ++i) rows_.push_back(0);
   // The prompt's causal encoding first.
   encoding_ = true;
@@ -167,7 +166,8 @@ std::span<const forward::Segment> EntropyBoundSequence::next() const {
   seg_.logit_rows = rows_;
   seg_.logits = logits_.data();
   if (have_prev_) {
-    seg_.self_cond = prev_logits_;
+    // The previous step's logits are read in place: the pass reads them before it writes its own.
+    seg_.self_cond = logits_;
     seg_.self_cond_scale = prev_temp_inv_;
   }
   return {&seg_, 1};
@@ -224,7 +224,6 @@ void EntropyBoundSequence::accept() {
   }
   prev_argmax_ = argmax_;
   prev_temp_inv_ = temp_inv;
-  std::swap(prev_logits_, logits_);
   have_prev_ = true;
   --cur_step_;
   if (!stop && cur_step_ >= 1) return;

@@ -126,8 +126,10 @@ class EntropyBoundSequence {
   std::unique_ptr<EbRng> rng_;
   std::vector<int32_t> canvas_, argmax_, prev_argmax_, sampled_, renoise_, rows_;
   mutable std::vector<int32_t> enc_tokens_;
-  mutable std::vector<float> logits_;  ///< the forward pass writes next()'s logits here
-  std::vector<float> prev_logits_, entropy_, u_;
+  /// The forward pass writes next()'s logits here, after it read the previous ones from here as
+  /// the self-conditioning input.
+  mutable std::vector<float> logits_;
+  std::vector<float> entropy_, u_;
   float prev_temp_inv_ = 1.0f;
   bool have_prev_ = false;
   mutable forward::Segment seg_;

@@ -33,7 +33,8 @@ struct Segment {
   float* logits = nullptr;
   /// DiffusionGemma's self-conditioning: the previous step's raw logits of the canvas rows (the rows
   /// at positions >= mask.prompt, in order; n_vocab each), softmaxed after scaling by
-  /// self_cond_scale (1 / the previous step's temperature); empty: none (a block's first step).
+  /// self_cond_scale (1 / the previous step's temperature); empty: none (a block's first step). May
+  /// be the same memory as `logits`: a forward reads it before it writes any logits.
   std::span<const float> self_cond;
   float self_cond_scale = 1.0f;
 

@@ -705,6 +705,29 @@ TEST(QGemmTraffic, CountsTheStoredBytesAndTheMultiplyAdds) {
   }
 }
 
+// decode_row (DiffusionGemma's self-conditioning reads the tied token_embd through it): a Q6K8Block
+// matrix gives every row, the last group's partial one included, bit for bit as the GGUF decoder;
+// layouts that cannot decode say so.
+TEST(QGemmDecodeRow, Q6K8RowsAreTheGgufDecodersBitForBit) {
+  const Weights w = random_weights(GgmlType::Q6_K, 40, 512, 11);  // 3 groups of 16 rows, the last 8
+  std::vector<float> want(512), got(512);
+  for (const Isa isa : {Isa::kAvx2, Isa::kAvx512Vnni}) {
+    if (!isa_supported(isa)) continue;
+    const auto m = make_matrix(w.info(), w.bytes.data(), isa, WeightLayout::kFast);
+    for (int64_t o = 0; o < 40; ++o) {
+      quant::dequantize_row(GgmlType::Q6_K, w.bytes.data() + o * 2 * sizeof(quant::block_q6_K), want.data(),
+                            512);
+      ASSERT_TRUE(m->decode_row(o, got.data())) << isa_name(isa);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), 512 * sizeof(float)), 0)
+          << isa_name(isa) << " row " << o;
+    }
+  }
+  EXPECT_FALSE(make_matrix_ref(w.info(), w.bytes.data())->decode_row(0, got.data()));
+  if (isa_supported(Isa::kAvx512Vnni))
+    EXPECT_FALSE(make_matrix(w.info(), w.bytes.data(), Isa::kAvx512Vnni, WeightLayout::kCompact)
+                     ->decode_row(0, got.data()));
+}
+
 // Types without a packed kernel go to the reference matrices.
 TEST(QGemmDispatch, OtherTypesUseReferenceMatrices) {
   std::vector<float> data(256 * 2, 0.5f);
