@@ -20,8 +20,8 @@
 //    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens; the MoE attention shapes
 //    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; the MoE expert shapes (one expert,
 //    and 64 experts stacked so the weights stream from memory) at L = 18 in 128-row items; DiffusionGemma's
-//    expert down (Q5_0, and the same shapes as Q8_0, what Q5_0 ran as before Q50Block) at L = 16; and the
-//    whole MoE block (cpu::MoeFfn) on one LLaDA-MoE layer at L = 141 with the rows spread over the
+//    expert down (Q5_0, and the same shapes as Q8_0, what Q5_0 ran as before Q50Block) at L = 2 and 16; and
+//    the whole MoE block (cpu::MoeFfn) on one LLaDA-MoE layer at L = 141 with the rows spread over the
 //    experts (BM_moe_block); every
 //    supported SIMD path (amx too,
 //    with tile_peak_frac_cpu = Gops_cpu over the tile peak),
@@ -246,7 +246,7 @@ struct Shape {
   /// Output rows per work item; 0: the forward pass's split (chunk_rows). The expert shapes use the
   /// MoE block's 128-row items (src/cpu/moe.cpp expert_chunk_rows).
   int64_t chunk = 0;
-  /// Token count; 0: by the shape's kind (see main).
+  /// Token count (also run at 2); 0: by the shape's kind (see main).
   int64_t tokens = 0;
 };
 
@@ -572,8 +572,8 @@ int main(int argc, char** argv) {
       {"2048x1024_Q6_K", GgmlType::Q6_K, 2048, 1024, 128},    // one expert's ffn_down (Q6_K layers)
       // DiffusionGemma 26B-A4B's ffn_down_exps (128 experts of n_ff_exp 704 over n_embd 2816; Q5_0 in
       // its Q4_K_M files, since 704 is not whole super-blocks): one expert and all 128 stacked, at
-      // L = 16 (a 256-token canvas x 8 used / 128). The Q8_0 twins are what Q5_0 ran as before
-      // Q50Block (converted to Q8_0, packed Q80Block): same shapes, for the A/B.
+      // L = 16 (a 256-token canvas x 8 used / 128) and at 2 (a lightly routed expert). The Q8_0 twins are
+      // what Q5_0 ran as before Q50Block (converted to Q8_0, packed Q80Block): same shapes, for the A/B.
       {"2816x704_Q5_0", GgmlType::Q5_0, 2816, 704, 128, 16},
       {"2816x704_Q8_0", GgmlType::Q8_0, 2816, 704, 128, 16},
       {"360448x704_Q5_0", GgmlType::Q5_0, 360448, 704, 128, 16},
@@ -585,7 +585,7 @@ int main(int argc, char** argv) {
     const bool expert = s.chunk > 0;
     for (Isa isa : {Isa::kAmx, Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
       if (!isa_supported(isa)) continue;
-      for (int64_t L : s.tokens > 0 ? std::vector<int64_t>{s.tokens}
+      for (int64_t L : s.tokens > 0 ? std::vector<int64_t>{2, s.tokens}
                        : head       ? std::vector<int64_t>{32}
                        : expert     ? std::vector<int64_t>{18}
                        : moe        ? std::vector<int64_t>{32, 141}

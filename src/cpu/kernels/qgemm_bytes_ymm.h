@@ -18,7 +18,8 @@
 //   Per block: y += (d_w * d_x) * float(sum) (the int32 sum is exact, |sum| < 2^19 converts exactly).
 // Q5_0 (Q50Block): the Q8_0 tile on each line decoded to the int8 q - 16 in registers (the nibble
 //   masked or shifted down, bit p of nh shifted to bit 4 and subtracted: 2 loads and 4-5 ops per
-//   line and half), so the same int32 sums as the Q8_0 kernel on q5_0_to_q8_0's blocks.
+//   line and half), so the same int32 sums as the Q8_0 kernel on q5_0_to_q8_0's blocks. With more
+//   than one token tile, a group is decoded once into Q80Block form and the tiles load that.
 // Q5_K (u8 weights 0..31 x int8 Q8_K activations): the Q4_K tile of cpu/kernels/qgemm_ymm.h with each line
 //   loaded instead of unpacked from nibbles: VNNI: vpdpbusd per line, the sub-block scale by vpmulld;
 //   AVX2: vpmaddubsw s16 sums (2 * 31 * 128 = 7936 per product pair), 4 lines added in s16 (<= 31744),
@@ -28,6 +29,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/kernels/qgemm_tiling.h"
@@ -54,6 +58,16 @@ inline __m256i weight_line(const Q50Block& blk, int p, int h) {
   const __m256i hb = p < 4 ? _mm256_slli_epi16(nh, 4 - p) : _mm256_srli_epi16(nh, p - 4);
   return _mm256_sub_epi8(_mm256_and_si256(ql, _mm256_set1_epi8(0x0F)),
                          _mm256_and_si256(hb, _mm256_set1_epi8(0x10)));
+}
+
+// A Q50Block's lines, d and sum as the Q80Block holding the same int8 values.
+inline void decode_q5_0(const Q50Block& b, Q80Block& o) {
+  for (int p = 0; p < 8; ++p) {
+    for (int h = 0; h < 2; ++h)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(&o.qs[p][8 * h][0]), weight_line(b, p, h));
+  }
+  std::memcpy(o.d, b.d, sizeof o.d);
+  std::memcpy(o.sum, b.sum, sizeof o.sum);
 }
 
 template <class Dot, int NT, class Block>
@@ -126,10 +140,24 @@ void gemm_q8_0_ymm(const GemmArgs& a) {
     Prefetcher pf(wg + a.n_sb, g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Block)) : 0,
                   tiles);
     float* yg = a.y + g * kRows;
-    for_token_tiles(a.n_tokens, pf, [&]<int NT>(int64_t t, Prefetcher::Span span) {
-      const uint8_t* xu = Dot::kVnni ? a.xu8 + t * a.n_sb * quant::kQK8_0 : nullptr;
-      q8_0_tile<Dot, NT, Block>(wg, a.n_sb, a.x80 + t * a.n_sb, xu, yg + t * a.ldy, a.ldy, mask, span);
-    });
+    auto run_tiles = [&]<class B>(const B* wb) {
+      for_token_tiles(a.n_tokens, pf, [&]<int NT>(int64_t t, Prefetcher::Span span) {
+        const uint8_t* xu = Dot::kVnni ? a.xu8 + t * a.n_sb * quant::kQK8_0 : nullptr;
+        q8_0_tile<Dot, NT, B>(wb, a.n_sb, a.x80 + t * a.n_sb, xu, yg + t * a.ldy, a.ldy, mask, span);
+      });
+    };
+    if constexpr (std::is_same_v<Block, Q50Block>) {
+      if (tiles > 1) {
+        // More than one token tile: the group decoded once into Q80Block form (L1 / L2: 576 bytes per
+        // block), which every tile loads, rather than decoded again by each tile.
+        thread_local std::vector<Q80Block> dec;
+        if (dec.size() < size_t(a.n_sb)) dec.resize(size_t(a.n_sb));
+        for (int64_t b = 0; b < a.n_sb; ++b) decode_q5_0(wg[b], dec[size_t(b)]);
+        run_tiles(dec.data());
+        continue;
+      }
+    }
+    run_tiles(wg);
   }
 }
 
