@@ -44,9 +44,9 @@ struct Weights {
   GgmlType type;
   int64_t n_out = 0, n_in = 0;
   std::vector<uint8_t> bytes;  // GGUF blocks, row-major
-  std::vector<double> pieces;  // n_out x n_in: |d sc q| + |dmin m| (Q4_K, Q5_K), |d sc (q - 32)| (Q6_K), |d
-                               // q| (Q8_0), |d (q - 16)| (Q5_0)
-  std::vector<double> exact;  // n_out x n_in: d sc q - dmin m, d sc (q - 32) or d q, in f64
+  // n_out x n_in: |d sc q| + |dmin m| (Q4_K, Q5_K), |d sc (q - 32)| (Q6_K), |d q| (Q8_0), |d (q - 16)| (Q5_0)
+  std::vector<double> pieces;
+  std::vector<double> exact;  // n_out x n_in: d sc q - dmin m, d sc (q - 32), d q or d (q - 16), in f64
   gguf::TensorInfo info() const {
     gguf::TensorInfo t;
     t.name = "blk.0.attn_k.weight";
