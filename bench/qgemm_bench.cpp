@@ -19,8 +19,9 @@
 // 3. GEMM: y = W x for W = n_out x n_in (4096x4096, 12288x4096, 4096x12288 Q4_K and Q6_K, and the
 //    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens; the MoE attention shapes
 //    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; the MoE expert shapes (one expert,
-//    and 64 experts stacked so the weights stream from memory) at L = 18 in 128-row items, and the
-//    whole MoE block (cpu::MoeFfn) on one LLaDA-MoE layer at L = 141 with the rows spread over the
+//    and 64 experts stacked so the weights stream from memory) at L = 18 in 128-row items; DiffusionGemma's
+//    expert down (Q5_0, and the same shapes as Q8_0, what Q5_0 ran as before Q50Block) at L = 2 and 16; and
+//    the whole MoE block (cpu::MoeFfn) on one LLaDA-MoE layer at L = 141 with the rows spread over the
 //    experts (BM_moe_block); every
 //    supported SIMD path (amx too,
 //    with tile_peak_frac_cpu = Gops_cpu over the tile peak),
@@ -30,9 +31,9 @@
 //    instead: the per-thread rate while running (on a shared machine wall time also counts the time
 //    slices other processes took). The peak is per second of thread CPU time for the same reason.
 //
-// Usage: qgemm_bench [--peaks-only] [google-benchmark flags]. --peaks-only measures 1. and 2. only and prints
-// them as JSON ({"context": {...}}) on stdout, writing no file. Without --benchmark_out it writes
-// bench/results/qgemm-<host>-<utc time, YYYYMMDDTHHMMSSZ>.json (machine, commit, command and peaks in
+// Usage: qgemm_bench [--peaks-only] [--note=TEXT] [google-benchmark flags]. --peaks-only measures 1. and 2.
+// only and prints them as JSON ({"context": {...}}) on stdout, writing no file. Without --benchmark_out it
+// writes bench/results/qgemm-<host>-<utc time, YYYYMMDDTHHMMSSZ>.json (machine, commit, command and peaks in
 // "context"). Use --benchmark_repetitions=N --benchmark_enable_random_interleaving=true for A/B-fair medians,
 // and taskset to pin threads.
 #include <benchmark/benchmark.h>
@@ -54,6 +55,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/isa.h"
@@ -244,6 +246,8 @@ struct Shape {
   /// Output rows per work item; 0: the forward pass's split (chunk_rows). The expert shapes use the
   /// MoE block's 128-row items (src/cpu/moe.cpp expert_chunk_rows).
   int64_t chunk = 0;
+  /// Token count (also run at 2); 0: by the shape's kind (see main).
+  int64_t tokens = 0;
 };
 
 std::vector<uint8_t> random_blocks(const Shape& s) {
@@ -251,8 +255,10 @@ std::vector<uint8_t> random_blocks(const Shape& s) {
   const size_t block_bytes = s.type == GgmlType::Q4_K   ? sizeof(block_q4_K)
                              : s.type == GgmlType::Q5_K ? sizeof(block_q5_K)
                              : s.type == GgmlType::Q8_0 ? sizeof(block_q8_0)
+                             : s.type == GgmlType::Q5_0 ? sizeof(block_q5_0)
                                                         : sizeof(block_q6_K);
-  const size_t n_blocks = size_t(s.n_out * (s.n_in / (s.type == GgmlType::Q8_0 ? 32 : 256)));
+  const bool b32 = s.type == GgmlType::Q8_0 || s.type == GgmlType::Q5_0;
+  const size_t n_blocks = size_t(s.n_out * (s.n_in / (b32 ? 32 : 256)));
   std::vector<uint8_t> bytes(n_blocks * block_bytes);
   std::mt19937_64 rng(42);
   for (size_t i = 0; i < bytes.size(); i += 8) {
@@ -270,6 +276,8 @@ std::vector<uint8_t> random_blocks(const Shape& s) {
       blk->d = blk->dmin = d;
     } else if (s.type == GgmlType::Q8_0) {
       reinterpret_cast<block_q8_0*>(p)->d = d;
+    } else if (s.type == GgmlType::Q5_0) {
+      reinterpret_cast<block_q5_0*>(p)->d = d;
     } else {
       reinterpret_cast<block_q6_K*>(p)->d = d;
     }
@@ -322,14 +330,16 @@ Acts random_acts(int64_t n_tokens, int64_t n_in) {
   Acts a;
   a.f32.resize(size_t(n_tokens * n_in));
   for (float& v : a.f32) v = nd(rng);
-  a.q8k.resize(size_t(n_tokens * n_in / 256));
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    dllm::quant::quantize_row_q8_K(a.f32.data() + t * n_in, a.q8k.data() + t * (n_in / 256), n_in);
+  if (n_in % 256 == 0) {  // the K-quants' activations (rows of 704, DiffusionGemma's expert down, have none)
+    a.q8k.resize(size_t(n_tokens * n_in / 256));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      dllm::quant::quantize_row_q8_K(a.f32.data() + t * n_in, a.q8k.data() + t * (n_in / 256), n_in);
+    }
+    a.bs32.resize(a.q8k.size() * 8);
+    dllm::cpu::qgemm::make_bs32(a.q8k.data(), n_tokens, n_in / 256, a.bs32.data());
+    a.u8.resize(a.q8k.size() * 256);
+    dllm::cpu::qgemm::make_u8(a.q8k.data(), n_tokens, n_in / 256, a.u8.data());
   }
-  a.bs32.resize(a.q8k.size() * 8);
-  dllm::cpu::qgemm::make_bs32(a.q8k.data(), n_tokens, n_in / 256, a.bs32.data());
-  a.u8.resize(a.q8k.size() * 256);
-  dllm::cpu::qgemm::make_u8(a.q8k.data(), n_tokens, n_in / 256, a.u8.data());
   a.q80.resize(size_t(n_tokens * n_in / 32));
   for (int64_t t = 0; t < n_tokens; ++t) {
     dllm::quant::quantize_row_q8_0(a.f32.data() + t * n_in, a.q80.data() + t * (n_in / 32), n_in);
@@ -456,11 +466,13 @@ int main(int argc, char** argv) {
   bool has_out = false;
   bool listing = false;  // --benchmark_list_tests runs nothing, so it must not write (or replace) a file
   bool peaks_only = false;
+  std::string note;  // --note=TEXT: free text for the results file (e.g. that the machine was shared)
   for (int i = 0; i < argc; ++i) {
     command += (i ? " " : "") + std::string(argv[i]);
     if (std::strncmp(argv[i], "--benchmark_out=", 16) == 0) has_out = true;
     const std::string arg = argv[i];
     if (arg == "--peaks-only") peaks_only = true;
+    if (arg.rfind("--note=", 0) == 0) note = arg.substr(7);
     if (arg == "--benchmark_list_tests" || arg == "--benchmark_list_tests=true" ||
         arg == "--benchmark_list_tests=1") {
       listing = true;
@@ -530,6 +542,7 @@ int main(int argc, char** argv) {
   // shared machine, so the policy belongs with the figures.
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   add_context("OMP_WAIT_POLICY", wait_policy ? wait_policy : "(unset)");
+  if (!note.empty()) add_context("note", note);
   if (peaks_only) {  // the context alone, as JSON on stdout (bench/llada2_baseline.py reads it)
     std::printf("%s\n", nlohmann::json{{"context", g_context}}.dump(1).c_str());
     return 0;
@@ -557,6 +570,14 @@ int main(int argc, char** argv) {
       {"1024x2048_Q4_K", GgmlType::Q4_K, 1024, 2048, 128},    // one expert's ffn_gate / ffn_up
       {"65536x2048_Q4_K", GgmlType::Q4_K, 65536, 2048, 128},  // 64 experts' ffn_gate_exps
       {"2048x1024_Q6_K", GgmlType::Q6_K, 2048, 1024, 128},    // one expert's ffn_down (Q6_K layers)
+      // DiffusionGemma 26B-A4B's ffn_down_exps (128 experts of n_ff_exp 704 over n_embd 2816; Q5_0 in
+      // its Q4_K_M files, since 704 is not whole super-blocks): one expert and all 128 stacked, at
+      // L = 16 (a 256-token canvas x 8 used / 128) and at 2 (a lightly routed expert). The Q8_0 twins are
+      // what Q5_0 ran as before Q50Block (converted to Q8_0, packed Q80Block): same shapes, for the A/B.
+      {"2816x704_Q5_0", GgmlType::Q5_0, 2816, 704, 128, 16},
+      {"2816x704_Q8_0", GgmlType::Q8_0, 2816, 704, 128, 16},
+      {"360448x704_Q5_0", GgmlType::Q5_0, 360448, 704, 128, 16},
+      {"360448x704_Q8_0", GgmlType::Q8_0, 360448, 704, 128, 16},
   };
   for (const Shape& s : shapes) {
     const bool head = s.n_out == 126464;
@@ -564,10 +585,11 @@ int main(int argc, char** argv) {
     const bool expert = s.chunk > 0;
     for (Isa isa : {Isa::kAmx, Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
       if (!isa_supported(isa)) continue;
-      for (int64_t L : head     ? std::vector<int64_t>{32}
-                       : expert ? std::vector<int64_t>{18}
-                       : moe    ? std::vector<int64_t>{32, 141}
-                                : std::vector<int64_t>{64, 141, 256, 512}) {
+      for (int64_t L : s.tokens > 0 ? std::vector<int64_t>{2, s.tokens}
+                       : head       ? std::vector<int64_t>{32}
+                       : expert     ? std::vector<int64_t>{18}
+                       : moe        ? std::vector<int64_t>{32, 141}
+                                    : std::vector<int64_t>{64, 141, 256, 512}) {
         for (int threads : {1, 2}) {
           const std::string name = std::string(s.name) + "/" + dllm::isa_name(isa) +
                                    "/L:" + std::to_string(L) + "/threads:" + std::to_string(threads);
@@ -595,7 +617,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::vector<std::string> args(argv, argv + argc);
+  std::vector<std::string> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string_view(argv[i]).rfind("--note=", 0) != 0) args.emplace_back(argv[i]);
+  }
   if (!has_out && !listing) {
     char host[256] = "host";
     gethostname(host, sizeof host - 1);

@@ -1,4 +1,4 @@
-// make_matrix: picks the kernel for a weight type and ISA. Q4_K, Q5_K, Q6_K and Q8_0 weights are
+// make_matrix: picks the kernel for a weight type and ISA. Q4_K, Q5_K, Q6_K, Q8_0 and Q5_0 weights are
 // repacked into the interleaved 16-row layouts of cpu/kernels/qgemm.h and cpu/kernels/qgemm_bytes.h and
 // multiplied by the kernel of the chosen ISA (scalar, AVX2, AVX-VNNI, AVX-512 VNNI, AMX); every other type
 // uses the portable reference matrices (matmul_ref.cpp).
@@ -27,44 +27,52 @@ using Kernel = void (*)(const qgemm::GemmArgs&);
 // AVX-512 and AMX paths); u8: the Q8_0 kernel multiplies the activations + 128 (the VNNI paths);
 // q6_K8_u8: the Q6K8Block kernel does too (AVX-512; the tiles multiply signed bytes). q6_K_compact: the
 // path's Q6KBlock kernel for WeightLayout::kCompact, where it has one at VNNI speed (else nullptr).
+// q5_0: the path's Q50Block kernel; nullptr: Q5_0 is converted to Q8_0 exactly and packed as Q80Block
+// (the AMX paths, whose tile kernel reads Q80Block lines as stored).
 struct KernelSet {
   Kernel q4_K, q5_K, q6_K, q8_0;
   bool q6_K8 = false, u8 = false, q6_K8_u8 = true;
   Kernel q6_K_compact = nullptr;
+  Kernel q5_0 = nullptr;
 };
 
 KernelSet kernel_set(Isa isa) {
   using namespace qgemm;
   switch (isa) {
     case Isa::kAvx2:
-      return {gemm_q4_K_avx2, gemm_q5_K_avx2, gemm_q6_K8_avx2, gemm_q8_0_avx2, true, false, true};
+      return {gemm_q4_K_avx2, gemm_q5_K_avx2, gemm_q6_K8_avx2, gemm_q8_0_avx2, true,
+              false,          true,           nullptr,         gemm_q5_0_avx2};
     case Isa::kAvxVnni:
       return {gemm_q4_K_avxvnni, gemm_q5_K_avxvnni, gemm_q6_K_avxvnni, gemm_q8_0_avxvnni, false, true, true,
-              gemm_q6_K_avxvnni};
+              gemm_q6_K_avxvnni, gemm_q5_0_avxvnni};
     case Isa::kAvx512Vnni:
-      return {gemm_q4_K_avx512,   gemm_q5_K_avx512, gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true, true,
-              gemm_q6_K_avx512ymm};
+      return {gemm_q4_K_avx512,    gemm_q5_K_avx512, gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true, true,
+              gemm_q6_K_avx512ymm, gemm_q5_0_avx512};
     case Isa::kAmx:
       return {gemm_q4_K_amx, gemm_q5_K_amx, gemm_q6_K8_amx, gemm_q8_0_amx,
               true,          false,         false,          gemm_q6_K_avx512ymm};
     case Isa::kScalar:
       break;
   }
-  return {gemm_q4_K_scalar, gemm_q5_K_scalar, gemm_q6_K_scalar, gemm_q8_0_scalar, false, false};
+  return {gemm_q4_K_scalar, gemm_q5_K_scalar, gemm_q6_K_scalar, gemm_q8_0_scalar, false, false, true,
+          nullptr,          gemm_q5_0_scalar};
 }
 
-// A Q4_K, Q5_K, Q6_K or Q8_0 matrix repacked into 16-row groups (Block = Q4KBlock, Q5KBlock, Q6KBlock,
-// Q6K8Block or Q80Block). Owns its weights, so the GGUF mapping's pages can be released after
-// construction.
+// A Q4_K, Q5_K, Q6_K, Q8_0 or Q5_0 matrix repacked into 16-row groups (Block = Q4KBlock, Q5KBlock,
+// Q6KBlock, Q6K8Block, Q80Block or Q50Block). Owns its weights, so the GGUF mapping's pages can be
+// released after construction.
 template <typename Block>
 class PackedMatrix final : public Matrix {
-  static constexpr bool kQ8_0 = std::is_same_v<Block, qgemm::Q80Block>;
+  // Blocks of 32 weights times Q8_0 activations (Q80Block, Q50Block); the others: super-blocks of 256
+  // times Q8_K.
+  static constexpr bool kQ8_0 =
+      std::is_same_v<Block, qgemm::Q80Block> || std::is_same_v<Block, qgemm::Q50Block>;
   static constexpr bool kBs32 =
       std::is_same_v<Block, qgemm::Q4KBlock> || std::is_same_v<Block, qgemm::Q5KBlock>;
   static constexpr bool kQ6K8 = std::is_same_v<Block, qgemm::Q6K8Block>;
 
  public:
-  // u8: the kernel reads the activations + 128 (GemmArgs::xu8); Q8_0 and Q6K8Block only.
+  // u8: the kernel reads the activations + 128 (GemmArgs::xu8); Q8_0, Q5_0 and Q6K8Block only.
   PackedMatrix(int64_t n_out, int64_t n_in, qgemm::AlignedArray<Block> blocks, Kernel kernel, bool u8)
       : Matrix(n_out, n_in), blocks_(std::move(blocks)), kernel_(kernel), u8_(u8) {}
 
@@ -169,17 +177,21 @@ class PackedMatrix final : public Matrix {
   bool u8_;
 };
 
+bool packed_type(gguf::GgmlType type) {
+  using gguf::GgmlType;
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ||
+         type == GgmlType::Q8_0 || type == GgmlType::Q5_0;
+}
+
 // make_matrix for the packed types over `k`; nullptr for the other types.
 std::unique_ptr<Matrix> make_packed(const gguf::TensorInfo& tensor, const uint8_t* data, const KernelSet& k,
                                     WeightLayout layout) {
   using gguf::GgmlType;
   const GgmlType type = tensor.type;
-  if (type != GgmlType::Q4_K && type != GgmlType::Q5_K && type != GgmlType::Q6_K && type != GgmlType::Q8_0) {
-    return nullptr;
-  }
+  if (!packed_type(type)) return nullptr;
   const int64_t n_in = tensor.ne[0];
   const int64_t n_out = tensor.ne[1] * tensor.ne[2] * tensor.ne[3];
-  const int64_t block = type == GgmlType::Q8_0 ? quant::kQK8_0 : quant::kQK_K;
+  const int64_t block = type == GgmlType::Q8_0 || type == GgmlType::Q5_0 ? quant::kQK8_0 : quant::kQK_K;
   if (n_in <= 0 || n_in % block != 0) {
     throw Error("tensor " + tensor.name + ": row length " + std::to_string(n_in) + " is not a multiple of " +
                 std::to_string(block) + ", as " + gguf::type_name(type) + " requires");
@@ -195,6 +207,19 @@ std::unique_ptr<Matrix> make_packed(const gguf::TensorInfo& tensor, const uint8_
     }
     case GgmlType::Q8_0: {
       auto blocks = qgemm::pack_q8_0(reinterpret_cast<const quant::block_q8_0*>(data), n_out, n_in);
+      return std::make_unique<PackedMatrix<qgemm::Q80Block>>(n_out, n_in, std::move(blocks), k.q8_0, k.u8);
+    }
+    case GgmlType::Q5_0: {
+      const auto* src = reinterpret_cast<const quant::block_q5_0*>(data);
+      if (k.q5_0 != nullptr) {
+        auto blocks = qgemm::pack_q5_0(src, n_out, n_in);
+        return std::make_unique<PackedMatrix<qgemm::Q50Block>>(n_out, n_in, std::move(blocks), k.q5_0, k.u8);
+      }
+      // Q5_0 values are Q8_0 values (quant::q5_0_to_q8_0, exact): converted once, then packed as Q8_0,
+      // which the packing copies.
+      std::vector<quant::block_q8_0> q8(static_cast<size_t>(n_out * (n_in / quant::kQK8_0)));
+      quant::q5_0_to_q8_0(src, q8.data(), n_out * n_in);
+      auto blocks = qgemm::pack_q8_0(q8.data(), n_out, n_in);
       return std::make_unique<PackedMatrix<qgemm::Q80Block>>(n_out, n_in, std::move(blocks), k.q8_0, k.u8);
     }
     default:
@@ -213,11 +238,6 @@ std::unique_ptr<Matrix> make_packed(const gguf::TensorInfo& tensor, const uint8_
                                                          compact ? k.q6_K_compact : k.q6_K, false);
 }
 
-bool packed_type(gguf::GgmlType type) {
-  using gguf::GgmlType;
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K || type == GgmlType::Q8_0;
-}
-
 }  // namespace
 
 void Matrix::multiply(const Activations& x, int64_t o_begin, int64_t o_end, float* y, int64_t ldy) const {
@@ -231,16 +251,6 @@ void Matrix::multiply(const Activations& x, int64_t o_begin, int64_t o_end, floa
 
 std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa,
                                     WeightLayout layout) {
-  if (tensor.type == gguf::GgmlType::Q5_0 && tensor.ne[0] % quant::kQK8_0 == 0) {
-    // Q5_0 values are Q8_0 values (quant::q5_0_to_q8_0, exact): converted once, then packed as Q8_0,
-    // which the packing copies.
-    const int64_t n_out = tensor.ne[1] * tensor.ne[2] * tensor.ne[3], nb = tensor.ne[0] / quant::kQK8_0;
-    std::vector<quant::block_q8_0> q8(static_cast<size_t>(n_out * nb));
-    quant::q5_0_to_q8_0(reinterpret_cast<const quant::block_q5_0*>(data), q8.data(), n_out * tensor.ne[0]);
-    gguf::TensorInfo t = tensor;
-    t.type = gguf::GgmlType::Q8_0;
-    return make_matrix(t, reinterpret_cast<const uint8_t*>(q8.data()), isa, layout);
-  }
   if (!packed_type(tensor.type)) return make_matrix_ref(tensor, data);
   if (!isa_supported(isa)) {
     throw Error("tensor " + tensor.name + ": kernel path " + isa_name(isa) +
@@ -255,10 +265,10 @@ std::unique_ptr<Matrix> make_matrix_vnni_emulated(const gguf::TensorInfo& tensor
     throw Error("tensor " + tensor.name + ": the emulated VNNI kernels need AVX2, which this CPU lacks");
   }
   using namespace qgemm;
-  return make_packed(
-      tensor, data,
-      KernelSet{gemm_q4_K_vnniemu, gemm_q5_K_vnniemu, gemm_q6_K_vnniemu, gemm_q8_0_vnniemu, false, true},
-      WeightLayout::kFast);
+  return make_packed(tensor, data,
+                     KernelSet{gemm_q4_K_vnniemu, gemm_q5_K_vnniemu, gemm_q6_K_vnniemu, gemm_q8_0_vnniemu,
+                               false, true, true, nullptr, gemm_q5_0_vnniemu},
+                     WeightLayout::kFast);
 }
 
 std::unique_ptr<Matrix> make_matrix_amx_emulated(const gguf::TensorInfo& tensor, const uint8_t* data) {

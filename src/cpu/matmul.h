@@ -88,9 +88,10 @@ class Matrix {
 /// experts), whose time is the bytes read, and whose bytes are most of the file.
 enum class WeightLayout { kFast, kCompact };
 
-/// Prepares `tensor` (bytes at `data`) for `isa`. Types with matrix kernels: Q4_K, Q5_K, Q6_K, Q8_0
-/// (Q5_0 converted to Q8_0 exactly, then as Q8_0; repacked, the kernels of cpu/kernels/qgemm.h and
-/// cpu/kernels/qgemm_bytes.h), F32, F16, BF16; throws dllm::Error "tensor <name> is <type>: matrix kernels
+/// Prepares `tensor` (bytes at `data`) for `isa`. Types with matrix kernels: Q4_K, Q5_K, Q6_K, Q8_0,
+/// Q5_0 (repacked, the kernels of cpu/kernels/qgemm.h and cpu/kernels/qgemm_bytes.h; Q5_0 as Q50Block,
+/// 6 bits per weight, except on the AMX path, which converts it to Q8_0 exactly and packs Q80Block),
+/// F32, F16, BF16; throws dllm::Error "tensor <name> is <type>: matrix kernels
 /// exist for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, F32, F16, BF16" for any other type, and "tensor <name>: row length
 /// <n> is not a multiple of <256 or 32>, as <type> requires" when a row is not whole blocks. A matrix either
 /// keeps pointing into `data` (the mapping must outlive it) or copies/repacks it, in which case owns_data()
@@ -98,13 +99,13 @@ enum class WeightLayout { kFast, kCompact };
 std::unique_ptr<Matrix> make_matrix(const gguf::TensorInfo& tensor, const uint8_t* data, Isa isa,
                                     WeightLayout layout = WeightLayout::kFast);
 
-/// Tests only: make_matrix(tensor, data, Isa::kAvxVnni) for Q4_K, Q5_K, Q6_K, Q8_0 with the AVX-VNNI
+/// Tests only: make_matrix(tensor, data, Isa::kAvxVnni) for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0 with the AVX-VNNI
 /// kernels' vpdpbusd / vpdpwssd replaced by exact AVX2 sequences (cpu/kernels/ymm_dot.h), so their
 /// logic runs on a CPU with AVX2 only. Other types as make_matrix. Throws dllm::Error when this CPU
 /// lacks AVX2.
 std::unique_ptr<Matrix> make_matrix_vnni_emulated(const gguf::TensorInfo& tensor, const uint8_t* data);
 
-/// Tests only: make_matrix(tensor, data, Isa::kAmx) for Q4_K, Q5_K, Q6_K, Q8_0 with the tile
+/// Tests only: make_matrix(tensor, data, Isa::kAmx) for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0 with the tile
 /// instructions emulated in scalar code (cpu/kernels/tile_unit.h TileEmu), so the AMX kernels' packing,
 /// indexing and arithmetic run on any x86-64 CPU. Other types as make_matrix. Slow.
 std::unique_ptr<Matrix> make_matrix_amx_emulated(const gguf::TensorInfo& tensor, const uint8_t* data);

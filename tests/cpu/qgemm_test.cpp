@@ -1,4 +1,4 @@
-// The packed Q4_K / Q5_K / Q6_K / Q8_0 GEMM (src/cpu/kernels/qgemm_*, make_matrix) on every
+// The packed Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 GEMM (src/cpu/kernels/qgemm_*, make_matrix) on every
 // ISA path this CPU supports, plus the AVX-VNNI kernels with their VNNI instructions emulated in AVX2
 // (make_matrix_vnni_emulated), which runs the VNNI code paths on CPUs without VNNI, and the AMX tile
 // kernels over the scalar emulation of the tile instructions (make_matrix_amx_emulated), which runs
@@ -6,7 +6,7 @@
 //
 // Oracle: an f64 GEMM over the weights as quant::dequantize_row decodes them (the quant library's
 // decoder, not the repacking code) and the activations as d * qs (Q8_K for the K-quants, Q8_0 for
-// Q8_0, each made by the quant library's quantizer). The kernels compute exact int32 sums per
+// Q8_0 and Q5_0, each made by the quant library's quantizer). The kernels compute exact int32 sums per
 // sub-block, so they differ from that only by f32 rounding of a few products per scale block and of
 // the sum over the blocks; the bound below is written from that count, and two controls justify it:
 // the reference matrices (make_matrix_ref, ggml's generic dot order) stay inside it, and a weight moved
@@ -44,9 +44,9 @@ struct Weights {
   GgmlType type;
   int64_t n_out = 0, n_in = 0;
   std::vector<uint8_t> bytes;  // GGUF blocks, row-major
-  std::vector<double>
-      pieces;  // n_out x n_in: |d sc q| + |dmin m| (Q4_K, Q5_K), |d sc (q - 32)| (Q6_K), |d q| (Q8_0)
-  std::vector<double> exact;  // n_out x n_in: d sc q - dmin m, d sc (q - 32) or d q, in f64
+  // n_out x n_in: |d sc q| + |dmin m| (Q4_K, Q5_K), |d sc (q - 32)| (Q6_K), |d q| (Q8_0), |d (q - 16)| (Q5_0)
+  std::vector<double> pieces;
+  std::vector<double> exact;  // n_out x n_in: d sc q - dmin m, d sc (q - 32), d q or d (q - 16), in f64
   gguf::TensorInfo info() const {
     gguf::TensorInfo t;
     t.name = "blk.0.attn_k.weight";
@@ -225,8 +225,43 @@ Weights random_q8_0(int64_t n_out, int64_t n_in, uint64_t seed) {
   return w;
 }
 
+// Q5_0 (ggml-common.h block_q5_0): an f16 d per 32 values, q = 0..31; byte j of qs holds the 4 low
+// bits of value j (low nibble) and of value j + 16 (high nibble), bit i of the little-endian qh
+// bit 4 of value i. Weight d (q - 16).
+Weights random_q5_0(int64_t n_out, int64_t n_in, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> u5(0, 31);
+  std::uniform_real_distribution<float> ud(0.5f, 1.0f);
+  Weights w{GgmlType::Q5_0, n_out, n_in, {}, {}, {}};
+  const int64_t nb = n_in / 32;
+  w.bytes.resize(size_t(n_out * nb) * sizeof(quant::block_q5_0));
+  w.pieces.resize(size_t(n_out * n_in));
+  w.exact.resize(size_t(n_out * n_in));
+  auto* blocks = reinterpret_cast<quant::block_q5_0*>(w.bytes.data());
+  for (int64_t o = 0; o < n_out; ++o) {
+    for (int64_t b = 0; b < nb; ++b) {
+      quant::block_q5_0& blk = blocks[o * nb + b];
+      blk.d = quant::fp32_to_fp16(1e-2f * row_magnitude(o) * ud(rng));
+      const double d = quant::fp16_to_fp32(blk.d);
+      int q[32];
+      uint32_t qh = 0;
+      for (int v = 0; v < 32; ++v) {
+        q[v] = u5(rng);
+        qh |= uint32_t(q[v] >> 4) << v;
+        w.exact[size_t(o * n_in + b * 32 + v)] = d * (q[v] - 16);
+        w.pieces[size_t(o * n_in + b * 32 + v)] = std::fabs(d * (q[v] - 16));
+      }
+      for (int j = 0; j < 16; ++j) blk.qs[j] = uint8_t((q[j] & 15) | ((q[j + 16] & 15) << 4));
+      for (int i = 0; i < 4; ++i) blk.qh[i] = uint8_t(qh >> (8 * i));
+    }
+  }
+  return w;
+}
+
 Weights random_weights(GgmlType type, int64_t n_out, int64_t n_in, uint64_t seed) {
   switch (type) {
+    case GgmlType::Q5_0:
+      return random_q5_0(n_out, n_in, seed);
     case GgmlType::Q4_K:
       return random_q4_K(n_out, n_in, seed);
     case GgmlType::Q5_K:
@@ -238,9 +273,14 @@ Weights random_weights(GgmlType type, int64_t n_out, int64_t n_in, uint64_t seed
   }
 }
 
+// True for the types whose kernels multiply Q8_0 activations (Q8_0, Q5_0); the K-quants' multiply Q8_K.
+bool q8_0_acts(GgmlType type) {
+  return type == GgmlType::Q8_0 || type == GgmlType::Q5_0;
+}
+
 // Values per scale block of the activation format the type's kernels multiply (Q8_K or Q8_0).
 int64_t act_block(GgmlType type) {
-  return type == GgmlType::Q8_0 ? 32 : 256;
+  return q8_0_acts(type) ? 32 : 256;
 }
 
 // The weights as the quant library decodes them (f32, as llama.cpp's dequantize_row_* gives them).
@@ -267,7 +307,7 @@ struct Acts {
   // Made once per input, as the forward pass does (view(true)).
   std::vector<int16_t> bs32;
   std::vector<uint8_t> u8k, u80;
-  const std::vector<double>& deq(GgmlType type) const { return type == GgmlType::Q8_0 ? deq_0 : deq_k; }
+  const std::vector<double>& deq(GgmlType type) const { return q8_0_acts(type) ? deq_0 : deq_k; }
   // premade: also the per-input buffers; otherwise every multiply() makes its own.
   Activations view(bool premade = false) const {
     Activations v{f32.data(), q8k.empty() ? nullptr : q8k.data(), n_tokens, n_in};
@@ -492,8 +532,8 @@ class QGemm : public testing::TestWithParam<Param> {
     const Acts a = random_acts(n_tokens, n_in, uint64_t(n_tokens * 17 + n_in));
     const auto m = make(w);
     ASSERT_TRUE(m->owns_data());
-    ASSERT_EQ(m->wants_q8k(), type() != GgmlType::Q8_0);
-    ASSERT_EQ(m->wants_q8_0(), type() == GgmlType::Q8_0);
+    ASSERT_EQ(m->wants_q8k(), !q8_0_acts(type()));
+    ASSERT_EQ(m->wants_q8_0(), q8_0_acts(type()));
     ASSERT_EQ(m->n_out(), n_out);
     ASSERT_EQ(m->n_in(), n_in);
     ASSERT_EQ(m->row_granularity() % qgemm::kRows, 0);  // work items hold whole groups
@@ -563,11 +603,34 @@ TEST_P(QGemm, MoeAttentionRows) {
   check(64, 2048, 141, 32);
 }
 
-// Q8_0 rows need only whole blocks of 32: one block, and 3 blocks (96, not a multiple of 256).
+// Q8_0 / Q5_0 rows need only whole blocks of 32: one block, 3 blocks (96, not a multiple of 256), and
+// DiffusionGemma's ffn_down_exps rows (704 = n_ff_exp inputs, Q5_0 in its Q4_K_M files) at one token
+// and at a block's 32.
 TEST_P(QGemm, RowLengthsOf32) {
-  if (type() != GgmlType::Q8_0) GTEST_SKIP() << "rows of a K-quant are whole super-blocks of 256";
+  if (!q8_0_acts(type())) GTEST_SKIP() << "rows of a K-quant are whole super-blocks of 256";
   check(16, 32, 1);
   check(50, 96, 7);
+  check(45, 704, 1);
+  check(45, 704, 32, 32);
+}
+
+// Q5_0 packed as Q50Block gives the bits of the same weights converted to Q8_0 (quant::q5_0_to_q8_0)
+// and packed as Q80Block on the same path: the kernels decode the same int8 values and run the Q8_0
+// arithmetic. (The accuracy oracle is the f64 check above; this pins the equivalence the layout's
+// design claims.)
+TEST_P(QGemm, Q5_0IsBitIdenticalToItsQ8_0Conversion) {
+  if (type() != GgmlType::Q5_0) GTEST_SKIP() << "a Q5_0 property";
+  for (int64_t n_tokens : {1, 2, 7, 33}) {
+    const Weights w = random_weights(GgmlType::Q5_0, 50, 704, uint64_t(n_tokens));
+    const Acts a = random_acts(n_tokens, 704, uint64_t(n_tokens + 100));
+    Weights w8{GgmlType::Q8_0, w.n_out, w.n_in, {}, {}, {}};
+    w8.bytes.resize(size_t(w.n_out * w.n_in / 32) * sizeof(quant::block_q8_0));
+    quant::q5_0_to_q8_0(reinterpret_cast<const quant::block_q5_0*>(w.bytes.data()),
+                        reinterpret_cast<quant::block_q8_0*>(w8.bytes.data()), w.n_out * w.n_in);
+    const std::vector<float> y5 = run(*make(w), a, w.n_out);
+    const std::vector<float> y8 = run(*make(w8), a, w.n_out);
+    ASSERT_EQ(std::memcmp(y5.data(), y8.data(), y5.size() * sizeof(float)), 0) << n_tokens << " tokens";
+  }
 }
 
 // Row ranges split on 16-row boundaries compute the same values, bit for bit, as one call, and
@@ -617,6 +680,9 @@ TEST_P(QGemm, BoundControls) {
   } else if (type() == GgmlType::Q8_0) {  // row 5, value 512 (block 16)
     auto* blk = reinterpret_cast<quant::block_q8_0*>(w.bytes.data()) + 5 * (n_in / 32) + 16;
     blk->qs[0] ^= 1;
+  } else if (type() == GgmlType::Q5_0) {  // row 5, value 512 (block 16)
+    auto* blk = reinterpret_cast<quant::block_q5_0*>(w.bytes.data()) + 5 * (n_in / 32) + 16;
+    blk->qs[0] ^= 1;
   } else {
     auto* blk = reinterpret_cast<quant::block_q6_K*>(w.bytes.data()) + 5 * nb + 2;
     blk->ql[0] ^= 1;
@@ -635,7 +701,8 @@ std::vector<Param> all_params() {
   std::vector<Param> v;
   for (Path p : {Path::kScalar, Path::kAvx2, Path::kAvxVnniEmulated, Path::kAvxVnni, Path::kAvx512Vnni,
                  Path::kAmxEmulated, Path::kAmx}) {
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) v.push_back({p, t});
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0})
+      v.push_back({p, t});
   }
   // The compact layout changes only Q6_K.
   for (Path p : {Path::kAvxVnniCompact, Path::kAvx512VnniCompact}) v.push_back({p, GgmlType::Q6_K});
@@ -648,7 +715,7 @@ INSTANTIATE_TEST_SUITE_P(AllPaths, QGemm, testing::ValuesIn(all_params()), param
 // the reference multiplies: |decoded - (d sc q - dmin m)| is within f32 rounding (3 roundings) of the
 // pieces.
 TEST(QGemmGenerator, EncoderMatchesQuantDecoder) {
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q5_0}) {
     const Weights w = random_weights(type, 3, 512, 5);
     const std::vector<float> f = dequantized(w);
     for (size_t i = 0; i < f.size(); ++i) ASSERT_LE(std::fabs(f[i] - w.exact[i]), 3 * kU * w.pieces[i]) << i;
@@ -667,12 +734,15 @@ TEST(QGemmLayout, PackedSizeNearGgufSize) {
   const double q5 = double(sizeof(qgemm::Q5KBlock)) / (qgemm::kRows * sizeof(quant::block_q5_K));
   EXPECT_LT(q80, 1.06);
   EXPECT_LT(q5, 1.57);
+  // Q5_0 keeps its nibbles and bit plane: 6 vs 5.5 bits (Q80Block would be 9).
+  const double q50 = double(sizeof(qgemm::Q50Block)) / (qgemm::kRows * sizeof(quant::block_q5_0));
+  EXPECT_LT(q50, 1.1);
 }
 
 // Traffic counting (cpu/traffic.h): a multiply over rows [o_begin, o_end) counts that share of the
 // stored weight bytes (here the layouts' block sizes from docs/kernels.md: 16 rows x 256 weights in
 // 3392 bytes as Q6KBlock, 4480 as Q6K8Block; the reference matrix reads the GGUF's 210 per row and
-// 256 weights) and rows x n_in x tokens multiply-adds; off, nothing.
+// 256 weights; Q5_0 below) and rows x n_in x tokens multiply-adds; off, nothing.
 TEST(QGemmTraffic, CountsTheStoredBytesAndTheMultiplyAdds) {
   const Weights w = random_weights(GgmlType::Q6_K, 40, 512, 9);  // 3 groups of 16 rows, 2 super-blocks
   const Acts a = random_acts(3, 512, 10);
@@ -689,6 +759,11 @@ TEST(QGemmTraffic, CountsTheStoredBytesAndTheMultiplyAdds) {
     cases.push_back(
         {make_matrix(w.info(), w.bytes.data(), Isa::kAvx512Vnni, WeightLayout::kFast), 3 * 2 * 4480});
   }
+  // Q5_0: 16 rows x 32 weights in 384 bytes as Q50Block; 576 as Q80Block where the AMX paths convert
+  // it to Q8_0.
+  const Weights w5 = random_weights(GgmlType::Q5_0, 40, 512, 9);  // 3 groups, 16 blocks of 32
+  cases.push_back({make_matrix(w5.info(), w5.bytes.data(), Isa::kScalar), 3 * 16 * 384});
+  cases.push_back({make_matrix_amx_emulated(w5.info(), w5.bytes.data()), 3 * 16 * 576});
   for (const Case& c : cases) {
     EXPECT_EQ(c.m->weight_bytes(), c.bytes);
     set_traffic_counting(false);
@@ -767,7 +842,10 @@ TEST(QGemmDispatch, RefusesWithAClearMessage) {
             "tensor blk.0.attn_k.weight: row length 48 is not a multiple of 32, as Q8_0 requires");
   EXPECT_EQ(message(GgmlType::Q5_K, 288),
             "tensor blk.0.attn_k.weight: row length 288 is not a multiple of 256, as Q5_K requires");
+  EXPECT_EQ(message(GgmlType::Q5_0, 48),
+            "tensor blk.0.attn_k.weight: row length 48 is not a multiple of 32, as Q5_0 requires");
   EXPECT_EQ(message(GgmlType::Q8_0, 64), "(no error)");
+  EXPECT_EQ(message(GgmlType::Q5_0, 64), "(no error)");
 }
 
 }  // namespace

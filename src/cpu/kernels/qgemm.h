@@ -89,10 +89,10 @@ AlignedArray<Q6KBlock> pack_q6_K(const quant::block_q6_K* src, int64_t n_out, in
 /// Output row o = 16 g + r goes to y[t * ldy + o] only when o_begin <= o < o_end (the caller's range,
 /// already clipped to n_out), so the zero-padded rows of the last group are never written.
 struct GemmArgs {
-  /// Q4KBlock*, Q6KBlock*, Q6K8Block*, or Q80Block* / Q5KBlock* (cpu/kernels/qgemm_bytes.h),
+  /// Q4KBlock*, Q6KBlock*, Q6K8Block*, or Q80Block* / Q50Block* / Q5KBlock* (cpu/kernels/qgemm_bytes.h),
   /// [group][super-block]
   const void* w = nullptr;
-  int64_t n_sb = 0;                ///< super-blocks per row (n_in / 256; Q80Block: blocks of 32, n_in / 32)
+  int64_t n_sb = 0;                ///< super-blocks per row (n_in / 256; Q80Block, Q50Block: blocks of 32)
   int64_t g_begin = 0, g_end = 0;  ///< row groups to compute
   /// Groups in the whole matrix (0: unknown). A kernel may prefetch the groups after g_end: the
   /// thread's next work item usually starts there.
@@ -103,9 +103,10 @@ struct GemmArgs {
   /// built by make_bs32 so each kernel reads the pair (bs32[2p], bs32[2p+1]) as one int32.
   const int16_t* bs32 = nullptr;
   /// Q6K8Block: the activation values + 128 as unsigned bytes, n_tokens x n_sb x 256 (make_u8).
-  /// Q80Block on the VNNI paths: the Q8_0 activation values + 128, n_tokens x n_sb x 32 (make_u8_q8_0).
+  /// Q80Block, Q50Block on the VNNI paths: the Q8_0 activation values + 128, n_tokens x n_sb x 32
+  /// (make_u8_q8_0).
   const uint8_t* xu8 = nullptr;
-  /// Q80Block only: the activations as Q8_0 blocks, n_tokens x n_sb, row-major (x is unused).
+  /// Q80Block, Q50Block only: the activations as Q8_0 blocks, n_tokens x n_sb, row-major (x is unused).
   const quant::block_q8_0* x80 = nullptr;
   float* y = nullptr;
   int64_t ldy = 0;

@@ -1,5 +1,6 @@
-// Packed Q8_0 and Q5_K weight layouts, one byte per weight, and the GEMM kernels over them (one per
-// ISA path); also the emulated-VNNI kernels of every layout, which the tests run on CPUs without VNNI.
+// Packed Q8_0 and Q5_K weight layouts, one byte per weight, and Q5_0's, 6 bits per weight, and the
+// GEMM kernels over them (one per ISA path); also the emulated-VNNI kernels of every layout, which the
+// tests run on CPUs without VNNI.
 //
 // Internal to src/cpu, like cpu/kernels/qgemm.h, whose group structure they share: a matrix of n_out rows x
 // n_in columns is cut into groups of kRows = 16 rows (the last zero-padded), a group's blocks are
@@ -30,6 +31,22 @@ struct Q80Block {
 };
 static_assert(sizeof(Q80Block) == 576 && sizeof(Q80Block) % 64 == 0);
 
+/// One block (32 weights) of a Q5_0 group: 16 rows x 32 weights, 384 bytes (6 bits per weight; GGUF's
+/// block_q5_0 is 5.5, Q80Block 9). Weight w = d * (q - 16), q = 0..31 as in block_q5_0. The kernels
+/// decode line p of Q80Block::qs from it in registers (ql nibbles, nh bit p moved to bit 4: q - 16 =
+/// lo - 16 nh) and from there run the Q8_0 arithmetic on the same int8 values, d and sum.
+struct Q50Block {
+  /// ql[p][r][b]: row r, the 4 low bits of value 4p + b (low nibble) and of value 16 + 4p + b (high
+  /// nibble), p = 0..3: one line gives Q80Block lines p and p + 4.
+  alignas(64) uint8_t ql[4][kRows][4];
+  /// nh[r][b]: bit p (0..7) is 1 - bit 4 of row r's q at value 4p + b (inverted, so that the decode
+  /// subtracts it: q - 16 = lo - 16 (1 - bit 4)).
+  uint8_t nh[kRows][4];
+  uint16_t d[kRows];   ///< f16 scale of row r
+  int16_t sum[kRows];  ///< sum of row r's 32 values q - 16, as Q80Block::sum (|sum| <= 512)
+};
+static_assert(sizeof(Q50Block) == 384 && sizeof(Q50Block) % 64 == 0);
+
 /// One super-block (256 weights) of a Q5_K group: 16 rows x 256 weights, 4416 bytes (8.625 bits per
 /// weight; GGUF's block_q5_K is 5.5). Weight w = d * sc[j] * q - dmin * m[j], q = 0..31, as in
 /// block_q5_K; scales, mins and d / dmin as in Q4KBlock. The 5-bit q gets a byte of its own, so a
@@ -46,12 +63,15 @@ static_assert(sizeof(Q5KBlock) == 4416 && sizeof(Q5KBlock) % 64 == 0);
 
 extern template AlignedArray<Q80Block> aligned_zeros<Q80Block>(size_t);
 extern template AlignedArray<Q5KBlock> aligned_zeros<Q5KBlock>(size_t);
+extern template AlignedArray<Q50Block> aligned_zeros<Q50Block>(size_t);
 
 /// Repacks n_out rows of GGUF Q8_0 blocks (row-major, n_in / 32 per row) into ceil(n_out / 16) x
 /// (n_in / 32) Q80Blocks, group-major. Rows past n_out are zero. n_in % 32 == 0.
 AlignedArray<Q80Block> pack_q8_0(const quant::block_q8_0* src, int64_t n_out, int64_t n_in);
 /// Same for Q5_K into Q5KBlocks (n_in / 256 per row). n_in % 256 == 0.
 AlignedArray<Q5KBlock> pack_q5_K(const quant::block_q5_K* src, int64_t n_out, int64_t n_in);
+/// Same for Q5_0 into Q50Blocks (n_in / 32 per row). n_in % 32 == 0.
+AlignedArray<Q50Block> pack_q5_0(const quant::block_q5_0* src, int64_t n_out, int64_t n_in);
 
 /// xu8[(t * n_b + b) * 32 + i] = x[t][b].qs[i] + 128 (as unsigned: the sign bit flipped), for
 /// n_tokens rows of n_b Q8_0 blocks.
@@ -63,23 +83,32 @@ void make_u8_q8_0(const quant::block_q8_0* x, int64_t n_tokens, int64_t n_b, uin
 // Q5_K kernels: GemmArgs as for Q4_K (x = Q8_K activations, bs32 = their sums of 32); per row, token
 // and super-block S = sum_j sc[j] * sum(q * x) (|S| <= 8 * 63 * 32 * 31 * 127 < 2^27) and
 // M = sum_j m[j] * bs32[j], then y += d_x * (d * S - dmin * M).
+// Q5_0 kernels: GemmArgs as for Q8_0 with w = Q50Block groups; the Q8_0 kernel of the same path on
+// the values q - 16, so the same int32 sums and f32 steps: bit-identical to packing the
+// q5_0_to_q8_0 conversion as Q80Block (tested).
 void gemm_q8_0_scalar(const GemmArgs& a);
+void gemm_q5_0_scalar(const GemmArgs& a);
 void gemm_q5_K_scalar(const GemmArgs& a);
 void gemm_q8_0_avx2(const GemmArgs& a);
 void gemm_q5_K_avx2(const GemmArgs& a);
+void gemm_q5_0_avx2(const GemmArgs& a);
 void gemm_q8_0_avxvnni(const GemmArgs& a);
 void gemm_q5_K_avxvnni(const GemmArgs& a);
-/// The AVX-512 VNNI path's Q8_0 / Q5_K kernels: the ymm VNNI code of the avxvnni ones compiled with
-/// -mavx512vl -mavx512vnni (EVEX vpdpbusd on ymm), so what runs there is what the emulated kernels test.
+void gemm_q5_0_avxvnni(const GemmArgs& a);
+/// The AVX-512 VNNI path's Q8_0 / Q5_K / Q5_0 kernels: the ymm VNNI code of the avxvnni ones compiled
+/// with -mavx512vl -mavx512vnni (EVEX vpdpbusd on ymm), so what runs there is what the emulated kernels
+/// test.
 void gemm_q8_0_avx512(const GemmArgs& a);
 void gemm_q5_K_avx512(const GemmArgs& a);
+void gemm_q5_0_avx512(const GemmArgs& a);
 
-/// Tests only: the avxvnni kernels of each layout (Q4KBlock, Q6KBlock, Q80Block, Q5KBlock) with
+/// Tests only: the avxvnni kernels of each layout (Q4KBlock, Q6KBlock, Q80Block, Q5KBlock, Q50Block) with
 /// vpdpbusd / vpdpwssd replaced by exact AVX2 sequences (kernels/ymm_dot.h YmmVnniEmu), so the VNNI
 /// code paths run on a CPU with AVX2 only. Not for production: slower than the AVX2 kernels.
 void gemm_q4_K_vnniemu(const GemmArgs& a);
 void gemm_q6_K_vnniemu(const GemmArgs& a);
 void gemm_q8_0_vnniemu(const GemmArgs& a);
 void gemm_q5_K_vnniemu(const GemmArgs& a);
+void gemm_q5_0_vnniemu(const GemmArgs& a);
 
 }  // namespace dllm::cpu::qgemm

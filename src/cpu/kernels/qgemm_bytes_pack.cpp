@@ -1,7 +1,7 @@
-// Load-time repacking of GGUF Q8_0 / Q5_K rows into the byte layouts of cpu/kernels/qgemm_bytes.h,
+// Load-time repacking of GGUF Q8_0 / Q5_K / Q5_0 rows into the layouts of cpu/kernels/qgemm_bytes.h,
 // and the unsigned Q8_0 activation bytes the VNNI kernels read. Portable C++; runs once per matrix.
 // The GGUF layouts are read as ggml-common.h describes them (quant/blocks.h; the same reading as
-// quant/q8_0.cpp and quant/q5_k.cpp).
+// quant/q8_0.cpp, quant/q5_k.cpp and quant/q5_0.cpp).
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/kernels/qgemm_pack_walk.h"
 #include "quant/quant.h"
@@ -45,6 +45,24 @@ void pack_q5_K_row(const quant::block_q5_K& b, int r, Q5KBlock& o) {
   }
 }
 
+// Row r of a Q50Block from a block_q5_0: its values q - 16 as quant::q5_0_to_q8_0 reads them, split
+// into the nibble lines and the inverted bit-4 plane of Q50Block.
+void pack_q5_0_row(const quant::block_q5_0& b, int r, Q50Block& o) {
+  quant::block_q8_0 v;
+  quant::q5_0_to_q8_0(&b, &v, quant::kQK8_0);
+  o.d[r] = b.d;
+  int sum = 0;
+  for (int p = 0; p < 8; ++p) {
+    for (int k = 0; k < 4; ++k) {
+      const int q = v.qs[4 * p + k] + 16;  // 0..31
+      o.ql[p % 4][r][k] |= uint8_t((q & 0xF) << (4 * (p / 4)));
+      o.nh[r][k] |= uint8_t((1 - (q >> 4)) << p);
+      sum += v.qs[4 * p + k];
+    }
+  }
+  o.sum[r] = int16_t(sum);
+}
+
 }  // namespace
 
 AlignedArray<Q80Block> pack_q8_0(const quant::block_q8_0* src, int64_t n_out, int64_t n_in) {
@@ -53,6 +71,10 @@ AlignedArray<Q80Block> pack_q8_0(const quant::block_q8_0* src, int64_t n_out, in
 
 AlignedArray<Q5KBlock> pack_q5_K(const quant::block_q5_K* src, int64_t n_out, int64_t n_in) {
   return pack_groups<Q5KBlock>(src, n_out, n_in, pack_q5_K_row);
+}
+
+AlignedArray<Q50Block> pack_q5_0(const quant::block_q5_0* src, int64_t n_out, int64_t n_in) {
+  return pack_groups<Q50Block>(src, n_out, n_in, pack_q5_0_row, quant::kQK8_0);
 }
 
 void make_u8_q8_0(const quant::block_q8_0* x, int64_t n_tokens, int64_t n_b, uint8_t* xu8) {

@@ -1,24 +1,38 @@
-// The portable Q8_0 / Q5_K GEMM over the byte layouts: the same integer sums, in the same grouping, as
-// the SIMD kernels, one row and one token at a time. The path for CPUs without AVX2 and a second
+// The portable Q8_0 / Q5_0 / Q5_K GEMM over the layouts of qgemm_bytes.h: the same integer sums, in the same
+// grouping, as the SIMD kernels, one row and one token at a time. The path for CPUs without AVX2 and a second
 // reading of the layouts for the tests; not meant to be fast.
 #include "cpu/kernels/qgemm_bytes.h"
 #include "quant/quant.h"
 
 namespace dllm::cpu::qgemm {
 
-void gemm_q8_0_scalar(const GemmArgs& a) {
-  const auto* w = static_cast<const Q80Block*>(a.w);
+namespace {
+
+// Value 4p + k of row r: q of a Q8_0 block, q - 16 of a Q5_0 block (its nibble and inverted bit 4).
+int value(const Q80Block& b, int r, int p, int k) {
+  return b.qs[p][r][k];
+}
+int value(const Q50Block& b, int r, int p, int k) {
+  const int lo = (b.ql[p % 4][r][k] >> (4 * (p / 4))) & 0xF;
+  return lo - 16 * ((b.nh[r][k] >> p) & 1);
+}
+
+// Q8_0 and Q5_0 (Block = Q80Block or Q50Block): per row, token and block of 32 the int32 sum of the
+// products, then y += (d_w * d_x) * sum.
+template <class Block>
+void gemm_b32_scalar(const GemmArgs& a) {
+  const auto* w = static_cast<const Block*>(a.w);
   for (int64_t g = a.g_begin; g < a.g_end; ++g) {
     for (int64_t t = 0; t < a.n_tokens; ++t) {
       float acc[kRows] = {};
       for (int64_t b = 0; b < a.n_sb; ++b) {
-        const Q80Block& blk = w[g * a.n_sb + b];
+        const Block& blk = w[g * a.n_sb + b];
         const quant::block_q8_0& xb = a.x80[t * a.n_sb + b];
         const float dx = quant::fp16_to_fp32(xb.d);
         for (int r = 0; r < kRows; ++r) {
           int32_t s = 0;
           for (int p = 0; p < 8; ++p) {
-            for (int k = 0; k < 4; ++k) s += int32_t(blk.qs[p][r][k]) * xb.qs[4 * p + k];
+            for (int k = 0; k < 4; ++k) s += value(blk, r, p, k) * xb.qs[4 * p + k];
           }
           acc[r] += (quant::fp16_to_fp32(blk.d[r]) * dx) * float(s);
         }
@@ -29,6 +43,16 @@ void gemm_q8_0_scalar(const GemmArgs& a) {
       }
     }
   }
+}
+
+}  // namespace
+
+void gemm_q8_0_scalar(const GemmArgs& a) {
+  gemm_b32_scalar<Q80Block>(a);
+}
+
+void gemm_q5_0_scalar(const GemmArgs& a) {
+  gemm_b32_scalar<Q50Block>(a);
 }
 
 void gemm_q5_K_scalar(const GemmArgs& a) {

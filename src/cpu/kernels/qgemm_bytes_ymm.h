@@ -1,4 +1,4 @@
-// The 256-bit Q8_0 and Q5_K kernels over the byte layouts of cpu/kernels/qgemm_bytes.h, one template
+// The 256-bit Q8_0, Q5_0 and Q5_K kernels over the layouts of cpu/kernels/qgemm_bytes.h, one template
 // for every ymm path: Dot (kernels/ymm_dot.h) is YmmAvx2 (qgemm_bytes_avx2.cpp), YmmVnniVex
 // (qgemm_bytes_avxvnni.cpp), YmmVnniEvex (qgemm_bytes_avx512.cpp: the AVX-512 VNNI path runs this ymm
 // code) or YmmVnniEmu (qgemm_vnniemu_avx2.cpp, tests). Included ONLY by those ISA files; anonymous
@@ -16,6 +16,10 @@
 //   AVX2: vpmaddubsw(|q|, sign(x, q)) = the s16 sums of two q x (|q| <= 128, |x| <= 127 as
 //   quantize_row_q8_0 makes them: <= 32512, no saturation), widened by vpmaddwd with ones.
 //   Per block: y += (d_w * d_x) * float(sum) (the int32 sum is exact, |sum| < 2^19 converts exactly).
+// Q5_0 (Q50Block): the Q8_0 tile on each line decoded to the int8 q - 16 in registers (the nibble
+//   masked or shifted down, bit p of nh shifted to bit 4 and subtracted: 2 loads and 4-5 ops per
+//   line and half), so the same int32 sums as the Q8_0 kernel on q5_0_to_q8_0's blocks. With more
+//   than one token tile, a group is decoded once into Q80Block form and the tiles load that.
 // Q5_K (u8 weights 0..31 x int8 Q8_K activations): the Q4_K tile of cpu/kernels/qgemm_ymm.h with each line
 //   loaded instead of unpacked from nibbles: VNNI: vpdpbusd per line, the sub-block scale by vpmulld;
 //   AVX2: vpmaddubsw s16 sums (2 * 31 * 128 = 7936 per product pair), 4 lines added in s16 (<= 31744),
@@ -25,6 +29,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/kernels/qgemm_tiling.h"
@@ -38,8 +45,33 @@ namespace {
 // Q8_0: one group (w: its n_b blocks) x NT tokens; x / xu the first token's blocks / bytes (token
 // rows n_b blocks apart); y points at the group's row 0.
 
-template <class Dot, int NT>
-void q8_0_tile(const Q80Block* w, int64_t n_b, const quant::block_q8_0* x, const uint8_t* xu, float* y,
+// Line p (values 4p..4p+3 of rows 8h..8h+7) of a block as int8 weights: Q80Block::qs as loaded; a
+// Q50Block's the same bytes decoded: its nibble minus 16 where the inverted bit 4 (nh bit p) is set.
+inline __m256i weight_line(const Q80Block& blk, int p, int h) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qs[p][8 * h][0]));
+}
+inline __m256i weight_line(const Q50Block& blk, int p, int h) {
+  __m256i ql = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.ql[p % 4][8 * h][0]));
+  const __m256i nh = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.nh[8 * h][0]));
+  if (p >= 4) ql = _mm256_srli_epi16(ql, 4);
+  // Bit p of each byte to bit 4 (16-bit shifts by at most 4: bit 4 of a byte comes from its own byte).
+  const __m256i hb = p < 4 ? _mm256_slli_epi16(nh, 4 - p) : _mm256_srli_epi16(nh, p - 4);
+  return _mm256_sub_epi8(_mm256_and_si256(ql, _mm256_set1_epi8(0x0F)),
+                         _mm256_and_si256(hb, _mm256_set1_epi8(0x10)));
+}
+
+// A Q50Block's lines, d and sum as the Q80Block holding the same int8 values.
+inline void decode_q5_0(const Q50Block& b, Q80Block& o) {
+  for (int p = 0; p < 8; ++p) {
+    for (int h = 0; h < 2; ++h)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(&o.qs[p][8 * h][0]), weight_line(b, p, h));
+  }
+  std::memcpy(o.d, b.d, sizeof o.d);
+  std::memcpy(o.sum, b.sum, sizeof o.sum);
+}
+
+template <class Dot, int NT, class Block>
+void q8_0_tile(const Block* w, int64_t n_b, const quant::block_q8_0* x, const uint8_t* xu, float* y,
                int64_t ldy, const __m256i* mask, Prefetcher::Span pf) {
   constexpr bool kVnni = Dot::kVnni;
   constexpr int NH = 2;
@@ -51,7 +83,7 @@ void q8_0_tile(const Q80Block* w, int64_t n_b, const quant::block_q8_0* x, const
   }
   for (int64_t b = 0; b < n_b; ++b) {
     pf.step(b, pf_per);
-    const Q80Block& blk = w[b];
+    const Block& blk = w[b];
     __m256i is[NT][NH];
     for (int h = 0; h < NH; ++h) {
       __m256i init = _mm256_setzero_si256();
@@ -65,8 +97,7 @@ void q8_0_tile(const Q80Block* w, int64_t n_b, const quant::block_q8_0* x, const
     }
     for (int p = 0; p < 8; ++p) {
       __m256i wq[NH];
-      for (int h = 0; h < NH; ++h)
-        wq[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qs[p][8 * h][0]));
+      for (int h = 0; h < NH; ++h) wq[h] = weight_line(blk, p, h);
       if constexpr (kVnni) {
         for (int t = 0; t < NT; ++t) {
           const __m256i bx = bcast32(xu + (t * n_b + b) * quant::kQK8_0 + 4 * p);
@@ -98,20 +129,35 @@ void q8_0_tile(const Q80Block* w, int64_t n_b, const quant::block_q8_0* x, const
   }
 }
 
-template <class Dot>
+// Q8_0 (Block = Q80Block) and Q5_0 (Q50Block): the same tiles, the weight lines loaded or decoded.
+template <class Dot, class Block = Q80Block>
 void gemm_q8_0_ymm(const GemmArgs& a) {
-  const auto* w = static_cast<const Q80Block*>(a.w);
+  const auto* w = static_cast<const Block*>(a.w);
   const int64_t tiles = split_tokens(a.n_tokens).tiles();
   for (int64_t g = a.g_begin; g < a.g_end; ++g) {
     const __m256i mask[2] = {half_mask(a, g, 0), half_mask(a, g, 1)};
-    const Q80Block* wg = w + g * a.n_sb;
-    Prefetcher pf(wg + a.n_sb, g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Q80Block)) : 0,
+    const Block* wg = w + g * a.n_sb;
+    Prefetcher pf(wg + a.n_sb, g + 1 < std::max(a.g_end, a.n_groups) ? a.n_sb * int64_t(sizeof(Block)) : 0,
                   tiles);
     float* yg = a.y + g * kRows;
-    for_token_tiles(a.n_tokens, pf, [&]<int NT>(int64_t t, Prefetcher::Span span) {
-      const uint8_t* xu = Dot::kVnni ? a.xu8 + t * a.n_sb * quant::kQK8_0 : nullptr;
-      q8_0_tile<Dot, NT>(wg, a.n_sb, a.x80 + t * a.n_sb, xu, yg + t * a.ldy, a.ldy, mask, span);
-    });
+    auto run_tiles = [&]<class B>(const B* wb) {
+      for_token_tiles(a.n_tokens, pf, [&]<int NT>(int64_t t, Prefetcher::Span span) {
+        const uint8_t* xu = Dot::kVnni ? a.xu8 + t * a.n_sb * quant::kQK8_0 : nullptr;
+        q8_0_tile<Dot, NT, B>(wb, a.n_sb, a.x80 + t * a.n_sb, xu, yg + t * a.ldy, a.ldy, mask, span);
+      });
+    };
+    if constexpr (std::is_same_v<Block, Q50Block>) {
+      if (tiles > 1) {
+        // More than one token tile: the group decoded once into Q80Block form (L1 / L2: 576 bytes per
+        // block), which every tile loads, rather than decoded again by each tile.
+        thread_local std::vector<Q80Block> dec;
+        if (dec.size() < size_t(a.n_sb)) dec.resize(size_t(a.n_sb));
+        for (int64_t b = 0; b < a.n_sb; ++b) decode_q5_0(wg[b], dec[size_t(b)]);
+        run_tiles(dec.data());
+        continue;
+      }
+    }
+    run_tiles(wg);
   }
 }
 

@@ -29,6 +29,7 @@ template AlignedArray<Q6KBlock> aligned_zeros<Q6KBlock>(size_t);
 template AlignedArray<Q6K8Block> aligned_zeros<Q6K8Block>(size_t);
 template AlignedArray<Q80Block> aligned_zeros<Q80Block>(size_t);
 template AlignedArray<Q5KBlock> aligned_zeros<Q5KBlock>(size_t);
+template AlignedArray<Q50Block> aligned_zeros<Q50Block>(size_t);
 
 namespace {
 

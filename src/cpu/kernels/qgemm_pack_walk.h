@@ -1,6 +1,6 @@
 // Internal to src/cpu: the load-time walk and the K-quant row header that the packed weight layouts share
 // (qgemm_pack.cpp for Q4KBlock / Q6KBlock, qgemm_q6k8_pack.cpp for Q6K8Block, kernels/qgemm_bytes_pack.cpp
-// for Q80Block / Q5KBlock).
+// for Q80Block / Q5KBlock / Q50Block).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace dllm::cpu::qgemm {
 // The walk every layout shares: n_out rows of GGUF blocks (row-major, n_in / block_values per row)
 // into ceil(n_out / kRows) groups x (n_in / block_values) packed blocks, group-major; pack_row(src
 // block, r, dst block) fills row r of a packed block. Rows past n_out stay zero (d = 0: they
-// contribute nothing). block_values: 256 for the K-quants, 32 for Q8_0.
+// contribute nothing). block_values: 256 for the K-quants, 32 for Q8_0 and Q5_0.
 template <typename Packed, typename Block, typename PackRow>
 AlignedArray<Packed> pack_groups(const Block* src, int64_t n_out, int64_t n_in, PackRow pack_row,
                                  int64_t block_values = quant::kQK_K) {
