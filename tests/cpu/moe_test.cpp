@@ -16,11 +16,13 @@
 #include <vector>
 
 #include "base/isa.h"
+#include "cpu/geglu_moe.h"
 #include "cpu/kernels/row_kernels.h"
 #include "cpu/ops.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"
+#include "quant/quant.h"
 #include "reference_forward.h"
 #include "test_util.h"
 
@@ -46,6 +48,30 @@ std::vector<double> softmax_f64(const std::vector<float>& router, const std::vec
   for (double& v : p) sum += (v = std::exp(v - mx));
   for (double& v : p) v /= sum;
   return p;
+}
+
+// DiffusionGemma's GELU (ggml_gelu_f32 on the f16 value of x, the result stored as f16, as ggml-cpu's
+// ggml_table_gelu_f16): against the tanh formula in f64 on the rounded input, within one f16 step of
+// the result plus the f32 formula's cancellation, on a grid across (-10, 10) and at the clamps.
+TEST(GeluF16, MatchesTheTanhFormulaOnF16Inputs) {
+  for (float x = -10.5f; x <= 10.5f; x += 0.0137f) {
+    const float g = cpu::gelu_f16(x);
+    if (x <= -10.0f) {
+      EXPECT_EQ(g, 0.0f);
+      continue;
+    }
+    if (x >= 10.0f) {
+      EXPECT_EQ(g, x);
+      continue;
+    }
+    const double h = quant::fp16_to_fp32(quant::fp32_to_fp16(x));
+    const double want = 0.5 * h * (1.0 + std::tanh(0.7978845608028654 * h * (1.0 + 0.044715 * h * h)));
+    // An f16 step at want, plus what f32 loses in 1 + tanh(z) near z = -1 (two roundings of about 1,
+    // times 0.5 h): ggml's formula, which the table holds, cancels there for negative x.
+    const double tol = std::max(std::abs(want) * 0x1p-10, 0x1p-24) + std::abs(h) * 0x1p-23;
+    EXPECT_NEAR(g, want, tol) << "x=" << x;
+    EXPECT_EQ(g, quant::fp16_to_fp32(quant::fp32_to_fp16(g))) << "not an f16 value: x=" << x;
+  }
 }
 
 TEST(MoeRoute, MatchesF64SoftmaxTopKAndWeights) {
