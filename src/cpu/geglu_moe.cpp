@@ -60,6 +60,7 @@ void GegluMoe::size_for(int64_t rows) {
   if (rows <= rows_cap_) return;
   const int64_t k = c_.n_expert_used, d = c_.n_embd, f = c_.n_ff_exp;
   m_.assign(static_cast<size_t>(rows * d), 0.0f);
+  router_in_.assign(static_cast<size_t>(rows * d), 0.0f);
   in_ = ProjectionInput(rows * k, d, gate_up_users_);
   gu_.assign(static_cast<size_t>(rows * k * 2 * f), 0.0f);
   act_ = ProjectionInput(rows * k, f, down_users_);
@@ -78,18 +79,20 @@ void GegluMoe::forward(const model::LayerWeights& lw, const GegluExperts& ex, co
   routing_.weight.resize(static_cast<size_t>(n * k));
   routing_.probs.resize(static_cast<size_t>(n * E));
   const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
-#pragma omp parallel num_threads(n_threads_)
-  {
-    std::vector<float> r(static_cast<size_t>(d));
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < n; ++t) {
-      rk_->rmsnorm(a + t * d, ones_.data(), r.data(), d, c_.rms_eps);
-      for (int64_t i = 0; i < d; ++i) r[i] = r[i] * inv_sqrt_d * lw.ffn_gate_inp_scale[i];
-      moe_route_row(lw.ffn_gate_inp.data(), E, r.data(), d, k, /*norm=*/true, &routing_.probs[t * E],
-                    &routing_.expert[t * k], &routing_.weight[t * k]);
-      rk_->rmsnorm(a + t * d, lw.pre_ffw_norm_2.data(), &m_[t * d], d, c_.rms_eps);
-    }
+#pragma omp parallel for schedule(static) num_threads(n_threads_)
+  for (int64_t t = 0; t < n; ++t) {
+    float* r = &router_in_[t * d];
+    rk_->rmsnorm(a + t * d, ones_.data(), r, d, c_.rms_eps);
+    for (int64_t i = 0; i < d; ++i) r[i] = r[i] * inv_sqrt_d * lw.ffn_gate_inp_scale[i];
+    rk_->rmsnorm(a + t * d, lw.pre_ffw_norm_2.data(), &m_[t * d], d, c_.rms_eps);
   }
+  // The router's logits four experts at a time (bit-identical to a dot_f32 each), then per row.
+  moe_router_logits(*rk_, lw.ffn_gate_inp.data(), E, router_in_.data(), n, d, routing_.probs.data(),
+                    n_threads_);
+#pragma omp parallel for schedule(static) num_threads(n_threads_)
+  for (int64_t t = 0; t < n; ++t)
+    moe_route_row(nullptr, E, &router_in_[t * d], d, k, /*norm=*/true, &routing_.probs[t * E],
+                  &routing_.expert[t * k], &routing_.weight[t * k]);
   moe_group(routing_, groups_);
   const int64_t nk = n * k;
 #pragma omp parallel for schedule(static) num_threads(n_threads_)

@@ -59,12 +59,13 @@ class GegluMoe {
   int64_t rows_cap_ = 0;
   MoeRouting routing_;
   MoeGroups groups_;
-  std::vector<float> m_;     ///< n x n_embd: RMSNorm(a) * pre_ffw_norm_2
-  ProjectionInput in_;       ///< n k rows: m gathered in expert order
-  std::vector<float> gu_;    ///< n k rows of 2 n_ff_exp
-  ProjectionInput act_;      ///< n k rows of n_ff_exp: gelu(g) * u
-  std::vector<float> down_;  ///< n k rows of n_embd
-  std::vector<float> ones_;  ///< n_embd ones: RMSNorm without a weight
+  std::vector<float> m_;          ///< n x n_embd: RMSNorm(a) * pre_ffw_norm_2
+  std::vector<float> router_in_;  ///< n x n_embd: RMSNorm(a) / sqrt(n_embd) * ffn_gate_inp.scale
+  ProjectionInput in_;            ///< n k rows: m gathered in expert order
+  std::vector<float> gu_;         ///< n k rows of 2 n_ff_exp
+  ProjectionInput act_;           ///< n k rows of n_ff_exp: gelu(g) * u
+  std::vector<float> down_;       ///< n k rows of n_embd
+  std::vector<float> ones_;       ///< n_embd ones: RMSNorm without a weight
 };
 
 }  // namespace dllm::cpu
