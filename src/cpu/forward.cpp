@@ -323,7 +323,9 @@ struct CpuForward::Impl final : model::DeviceOps {
       first[j + 1] = first[j] + (out[j].m->n_out() + chunk[j] - 1) / chunk[j];
     }
     const int64_t n_items = first[N];
-#pragma omp parallel for schedule(guided) num_threads(n_threads)
+    // Dynamic, one item at a time: the matrices' items differ in cost (Q's rows per item are 2-4x
+    // K's and V's under GQA), and guided scheduling handed one thread most of Q in its first chunk.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
     for (int64_t item = 0; item < n_items; ++item) {
       size_t j = 0;
       while (item >= first[j + 1]) ++j;
