@@ -76,7 +76,7 @@ struct Operands {
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     a.resize(kM * kK);
-    for (float& x : a) x = u(rng) * 1e-3f;
+    for (float& x : a) x = dllm::quant::fp16_to_fp32(dllm::quant::fp32_to_fp16(u(rng) * 1e-3f));
     b.resize(kK * kN);
     for (float& x : b) x = u(rng) - 0.5f;
     c.assign(kM * kN, 0.0f);
@@ -109,11 +109,19 @@ void BM_panel_gemm(benchmark::State& st) {
   dllm::cpu::PanelGemm g{
       .a = o.a.data(), .lda = kK, .m = kM, .ids = o.ids.data(), .k = kK, .n = kN, .b_row = {}};
   if (q6)
-    g.b_row = [&](int64_t id, float* dst) {
-      dllm::quant::dequantize_row(dllm::gguf::GgmlType::Q6_K, &o.q6[id * (kN / 256)], dst, kN);
+    g.b_row = [&](int64_t id, int64_t j0, int64_t j1, float* dst) {
+      // The super-blocks over [j0, j1), as the forward pass decodes a GGUF Q6_K row's columns.
+      thread_local std::vector<float> blocks;
+      const int64_t sb0 = j0 / 256, sb1 = (j1 + 255) / 256;
+      blocks.resize(static_cast<size_t>((sb1 - sb0) * 256));
+      dllm::quant::dequantize_row(dllm::gguf::GgmlType::Q6_K, &o.q6[id * (kN / 256) + sb0], blocks.data(),
+                                  (sb1 - sb0) * 256);
+      std::copy_n(blocks.begin() + (j0 - sb0 * 256), j1 - j0, dst);
     };
   else
-    g.b_row = [&](int64_t id, float* dst) { std::memcpy(dst, &o.b[id * kN], kN * sizeof(float)); };
+    g.b_row = [&](int64_t id, int64_t j0, int64_t j1, float* dst) {
+      std::memcpy(dst, &o.b[id * kN + j0], (j1 - j0) * sizeof(float));
+    };
   g.c = c.data();
   g.ldc = kN;
   timespec p0{}, p1{};

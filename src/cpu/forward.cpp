@@ -412,13 +412,24 @@ struct CpuForward::Impl final : model::DeviceOps {
     ps.emplace(prof, Phase::kSelfCondGemm);
     for (int64_t i = 0; i < m; ++i) std::fill_n(normed.row(i), d, 0.0f);
     const gguf::TensorInfo& e = model.token_embd();
-    auto b_row = [&](int64_t id, float* dst) {
+    auto b_row = [&](int64_t id, int64_t j0, int64_t j1, float* dst) {
       // The tied LM head's packed rows where its layout decodes (token_embd's mapped pages then stay
-      // released); else the file's rows, Q6_K (Q4_K_M files) by the row kernels' decoder.
-      if (tied_head && output->decode_row(id, dst)) return;
-      if (e.type != gguf::GgmlType::Q6_K) return model.dequantize_row(e, id, dst);
-      const uint8_t* row = model.data(e) + static_cast<uint64_t>(id) * e.row_bytes();
-      rk->dequantize_q6_K(reinterpret_cast<const quant::block_q6_K*>(row), dst, e.ne[0]);
+      // released); else the file's super-blocks over [j0, j1), Q6_K (Q4_K_M files) by the row
+      // kernels' decoder.
+      if (tied_head && output->decode_row(id, j0, j1, dst)) return;
+      const int64_t sb0 = j0 / quant::kQK_K, sb1 = (j1 + quant::kQK_K - 1) / quant::kQK_K;
+      thread_local std::vector<float> blocks;
+      blocks.resize(static_cast<size_t>((sb1 - sb0) * quant::kQK_K));
+      if (e.type != gguf::GgmlType::Q6_K) {
+        blocks.resize(static_cast<size_t>(d));
+        model.dequantize_row(e, id, blocks.data());
+        std::copy(blocks.begin() + j0, blocks.begin() + j1, dst);
+        return;
+      }
+      const auto* row = reinterpret_cast<const quant::block_q6_K*>(model.data(e) +
+                                                                   static_cast<uint64_t>(id) * e.row_bytes());
+      rk->dequantize_q6_K(row + sb0, blocks.data(), (sb1 - sb0) * quant::kQK_K);
+      std::copy_n(blocks.begin() + (j0 - sb0 * quant::kQK_K), j1 - j0, dst);
     };
     const PanelGemm g{.a = sc_probs.data(),
                       .lda = V,

@@ -4,6 +4,8 @@
 // uses the portable reference matrices (matmul_ref.cpp).
 #include "cpu/matmul.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -84,23 +86,39 @@ class PackedMatrix final : public Matrix {
   int64_t row_granularity() const override { return 2 * qgemm::kRows; }
   bool owns_data() const override { return true; }
 
-  bool decode_row(int64_t o, float* dst) const override {
+  bool decode_row(int64_t o, int64_t j0, int64_t j1, float* dst) const override {
     if constexpr (kQ6K8) {
       // Q6K8Block (cpu/kernels/qgemm.h): value 32s + 16h + 4p + b of row r at q[s][p][h][r][b] (q - 32),
-      // scale sc[2s + h] at scales[s][r][h], d as f32: d * sc * (q - 32) as quant's decoder.
+      // scale sc[2s + h] at scales[s][r][h], d as f32: d * sc * (q - 32) as quant's decoder. One
+      // 16-value sub-block at a time (its 4 lines' 4 bytes of row r, widened in SSE2, x86-64's
+      // baseline), the ends of [j0, j1) through a copy of the first and last.
       const int64_t r = o % qgemm::kRows, n_sb = n_in_ / quant::kQK_K;
       const qgemm::Q6K8Block* b = blocks_.get() + o / qgemm::kRows * n_sb;
-      for (int64_t sb = 0; sb < n_sb; ++sb, dst += quant::kQK_K)
-        for (int s = 0; s < 8; ++s)
-          for (int h = 0; h < 2; ++h) {
-            const float dj = b[sb].d[r] * static_cast<float>(b[sb].scales[s][r][h]);
-            for (int p = 0; p < 4; ++p)
-              for (int k = 0; k < 4; ++k)
-                dst[32 * s + 16 * h + 4 * p + k] = dj * static_cast<float>(b[sb].q[s][p][h][r][k]);
-          }
+      for (int64_t j = j0 / 16 * 16; j < j1; j += 16) {
+        const qgemm::Q6K8Block& blk = b[j / quant::kQK_K];
+        const int s = static_cast<int>(j % quant::kQK_K) / 32, h = static_cast<int>(j % 32) / 16;
+        int32_t line[4];
+        for (int p = 0; p < 4; ++p) std::memcpy(&line[p], blk.q[s][p][h][r], 4);
+        const __m128i q8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line));
+        const __m128i q16[2] = {_mm_srai_epi16(_mm_unpacklo_epi8(q8, q8), 8),
+                                _mm_srai_epi16(_mm_unpackhi_epi8(q8, q8), 8)};
+        const __m128 dj = _mm_set1_ps(blk.d[r] * static_cast<float>(blk.scales[s][r][h]));
+        alignas(16) float v[16];
+        for (int i = 0; i < 4; ++i) {
+          const __m128i w =
+              i % 2 ? _mm_unpackhi_epi16(q16[i / 2], q16[i / 2]) : _mm_unpacklo_epi16(q16[i / 2], q16[i / 2]);
+          _mm_store_ps(v + 4 * i, _mm_mul_ps(dj, _mm_cvtepi32_ps(_mm_srai_epi32(w, 16))));
+        }
+        const int64_t lo = std::max(j, j0), hi = std::min(j + 16, j1);
+        if (hi - lo == 16) {
+          for (int i = 0; i < 4; ++i) _mm_storeu_ps(dst + (j - j0) + 4 * i, _mm_load_ps(v + 4 * i));
+          continue;
+        }
+        for (int64_t x = lo; x < hi; ++x) dst[x - j0] = v[x - j];
+      }
       return true;
     }
-    return Matrix::decode_row(o, dst);
+    return Matrix::decode_row(o, j0, j1, dst);
   }
 
   uint64_t weight_bytes() const override {

@@ -66,14 +66,16 @@ class Matrix {
   virtual int64_t row_granularity() const { return 16; }
   /// True when the matrix holds its own copy of the weights (repacked), so the mapping's pages can go.
   virtual bool owns_data() const { return false; }
-  /// Writes row o (n_in values) decoded to f32, bit-identical to the GGUF block decoder
-  /// (quant::dequantize_row), and returns true, where the stored layout allows it (Q6K8Block); returns
-  /// false otherwise. DiffusionGemma's self-conditioning reads the tied token_embd this way, so the
-  /// mapping's pages stay released.
-  virtual bool decode_row(int64_t o, float* dst) const {
-    (void)o, (void)dst;
+  /// Writes values j0 <= j < j1 of row o decoded to f32 (dst[j - j0]), bit-identical to the GGUF block
+  /// decoder (quant::dequantize_row), and returns true, where the stored layout allows it (Q6K8Block);
+  /// returns false otherwise. Needs 0 <= j0 <= j1 <= n_in. DiffusionGemma's embedding lookup and
+  /// self-conditioning read the tied token_embd this way, so the mapping's pages stay released.
+  virtual bool decode_row(int64_t o, int64_t j0, int64_t j1, float* dst) const {
+    (void)o, (void)j0, (void)j1, (void)dst;
     return false;
   }
+  /// The whole row o (n_in values): decode_row(o, 0, n_in, dst).
+  bool decode_row(int64_t o, float* dst) const { return decode_row(o, 0, n_in_, dst); }
 
  protected:
   Matrix(int64_t n_out, int64_t n_in) : n_out_(n_out), n_in_(n_in) {}

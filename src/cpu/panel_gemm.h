@@ -1,8 +1,8 @@
-// A GEMM whose B rows are decoded panel by panel: C += f16(A[:, ids]) . f16(B[ids, :]) over a chosen
-// set of ids, B never held whole. DiffusionGemma's self-conditioning input is this product with A =
-// the previous step's probabilities (canvas rows x n_vocab) and B = token_embd decoded row by row
-// (llama.cpp PR #24423 diffusion-gemma.cpp multiplies them as an F16 matmul: ggml rounds both
-// operands to f16 and accumulates in f32).
+// A GEMM whose B rows are decoded panel by panel: C += A[:, ids] . f16(B[ids, :]) over a chosen set of
+// ids (A already binary16 values), B never held whole. DiffusionGemma's self-conditioning input is this
+// product with A = the previous step's probabilities (canvas rows x n_vocab) and B = token_embd decoded row
+// by row (llama.cpp PR #24423 diffusion-gemma.cpp multiplies them as an F16 matmul: ggml rounds both operands
+// to f16 and accumulates in f32).
 #pragma once
 
 #include <cstdint>
@@ -12,13 +12,15 @@
 
 namespace dllm::cpu {
 
-/// Writes row `id` of B (n floats, not yet rounded) to dst. Called from several threads at once, each
-/// with its own dst.
-using DecodeRow = std::function<void(int64_t id, float* dst)>;
+/// Writes B[id][j] for j0 <= j < j1 (not yet rounded) to dst[j - j0]. j0 is a multiple of 16 and
+/// j1 <= n. Called from several threads at once, each with its own dst.
+using DecodeRow = std::function<void(int64_t id, int64_t j0, int64_t j1, float* dst)>;
 
 /// The operands of panel_gemm.
 struct PanelGemm {
-  const float* a = nullptr;  ///< A: row i at a + i * lda, indexed by id
+  /// A: row i at a + i * lda, indexed by id; every entry a binary16 value already (softmax_f16 writes
+  /// them so), which the product uses as it is.
+  const float* a = nullptr;
   int64_t lda = 0;
   int64_t m = 0;                 ///< rows of A and C
   const int32_t* ids = nullptr;  ///< the k ids summed over, in the order they are summed
@@ -29,16 +31,21 @@ struct PanelGemm {
   int64_t ldc = 0;
 };
 
-/// C[i][j] += sum over p < k, in increasing p, of f16(A[i][ids[p]]) * f16(B[ids[p]][j]), for i < m,
-/// j < n: f16() rounds to the nearest binary16 value, ties to even (quant::fp32_to_fp16); the products
-/// are accumulated in f32, one (on the SIMD paths fused) multiply-add per id into each element.
-/// B's rows are decoded kPanelIds at a time, shared by the threads; the threads split the columns,
-/// never the ids, so C is the same bit for bit for any n_threads (it differs between ISA paths by
-/// f32 rounding only). Needs m, n, k >= 0; allocates about (kPanelIds + 1) x n + m x kPanelIds floats.
+/// C[i][j] += sum over p < k, in increasing p, of A[i][ids[p]] * f16(B[ids[p]][j]), for i < m, j < n:
+/// f16() rounds to the nearest binary16 value, ties to even (quant::fp32_to_fp16); the products are
+/// accumulated in f32, one (on the SIMD paths fused) multiply-add per id into each element.
+/// The threads split the columns into blocks of at most kBlockCols, never the ids, so C is the same
+/// bit for bit for any n_threads (it differs between ISA paths by f32 rounding only). Each block runs
+/// over all the ids with its C rows in the thread's L2, decoding its columns of B kPanelIds rows at a
+/// time. Needs m, n, k >= 0; allocates per thread about kPanelIds x (kBlockCols + m) floats.
 void panel_gemm(Isa isa, const PanelGemm& g, int n_threads);
 
 /// Ids per decoded panel of B: a strip of kPanelIds x nr floats (32 KB on the AVX-512 path) stays in
 /// L1 while every row block of A passes over it.
 constexpr int64_t kPanelIds = 256;
+
+/// Widest column block: its m x kBlockCols C rows (768 KB at DiffusionGemma's 256 canvas rows), its
+/// decoded B panel (kPanelIds x kBlockCols) and the A panel (m x kPanelIds) fit a 2 MB L2 together.
+constexpr int64_t kBlockCols = 768;
 
 }  // namespace dllm::cpu

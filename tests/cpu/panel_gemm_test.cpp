@@ -1,5 +1,6 @@
 // panel_gemm (cpu/panel_gemm.h) on every path this CPU runs, against the formula in f64: C0[i][j] +
-// sum over the ids of f16(A[i][id]) * f16(B[id][j]), with f16() from quant::fp32_to_fp16. The f32
+// sum over the ids of A[i][id] * f16(B[id][j]), with f16() from quant::fp32_to_fp16 and A's entries
+// binary16 values (panel_gemm's precondition). The f32
 // result must lie within the bound of a sum of k + 1 terms accumulated in f32 (Higham, Accuracy and
 // Stability of Numerical Algorithms, 2nd ed., (3.5): |error| <= gamma_{k+1} * sum of |terms|,
 // gamma_n = n u / (1 - n u), u = 2^-24), which is far below the error of skipping the f16 rounding of
@@ -44,12 +45,15 @@ class PanelGemmIsa : public ::testing::TestWithParam<Isa> {
   /// against the f64 formula.
   std::vector<float> run_and_check(const Case& cs, int threads, uint32_t seed) {
     const int64_t m = cs.m, n = cs.n, V = cs.n_vocab, lda = V + 3, ldc = n + 5;
-    // A: probability-like values (positive, spread over 2^-20 .. 1, most not f16 values) and some
-    // exact zeros; B: signed, of an embedding's scale; C0: not zero (the product is added to it).
+    // A: probability-like binary16 values (positive, spread over 2^-20 .. 1, subnormal halves among
+    // them) and some exact zeros; B: signed, of an embedding's scale, most not f16 values; C0: not
+    // zero (the product is added to it).
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u01(0.0f, 1.0f);
     std::vector<float> a(static_cast<size_t>(m * lda));
-    for (float& x : a) x = u01(rng) < 0.1f ? 0.0f : std::ldexp(u01(rng), -static_cast<int>(u01(rng) * 20));
+    for (float& x : a)
+      x = u01(rng) < 0.1f ? 0.0f
+                          : static_cast<float>(f16(std::ldexp(u01(rng), -static_cast<int>(u01(rng) * 20))));
     const std::vector<float> b = random_vector(static_cast<size_t>(V * n), seed + 1, 0.05f);
     std::vector<float> c = random_vector(static_cast<size_t>(m * ldc), seed + 2, 0.5f);
     const std::vector<float> c0 = c;
@@ -64,7 +68,10 @@ class PanelGemmIsa : public ::testing::TestWithParam<Isa> {
     g.ids = ids.data();
     g.k = static_cast<int64_t>(ids.size());
     g.n = n;
-    g.b_row = [&](int64_t id, float* dst) { std::memcpy(dst, &b[id * n], n * sizeof(float)); };
+    g.b_row = [&](int64_t id, int64_t j0, int64_t j1, float* dst) {
+      ASSERT_TRUE(j0 % 16 == 0 && j0 < j1 && j1 <= n) << "columns [" << j0 << ", " << j1 << ") of " << n;
+      std::memcpy(dst, &b[id * n + j0], (j1 - j0) * sizeof(float));
+    };
     g.c = c.data();
     g.ldc = ldc;
     panel_gemm(GetParam(), g, threads);
@@ -97,10 +104,12 @@ class PanelGemmIsa : public ::testing::TestWithParam<Isa> {
 
 TEST_P(PanelGemmIsa, MatchesF64FormulaOnOddShapes) {
   const PanelGemmKernels& kn = panel_gemm_kernels(GetParam());
-  // m: below one tile, one tile plus a few rows; n: below one strip, strips plus a tail; ids: one
-  // partial panel, and several panels with every 7th id skipped.
-  for (const Case& cs : {Case{1, 1, 5, 0}, Case{kn.mr - 1, kn.nr + 3, 40, 3},
-                         Case{2 * kn.mr + 3, 3 * kn.nr + 5, 700, 7}, Case{37, 2 * kn.nr, 3 * 256 + 11, 0}}) {
+  // m: below one tile, one tile plus a few rows; n: below one strip, strips plus a tail, more column
+  // blocks than threads; ids: one partial panel, several panels consecutive (A read in place) and
+  // with every 7th id skipped (A gathered).
+  for (const Case& cs :
+       {Case{1, 1, 5, 0}, Case{kn.mr - 1, kn.nr + 3, 40, 3}, Case{2 * kn.mr + 3, 3 * kn.nr + 5, 700, 7},
+        Case{37, 2 * kn.nr, 3 * 256 + 11, 0}, Case{kn.mr + 1, 2 * kBlockCols + 40, 300, 0}}) {
     SCOPED_TRACE("m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) +
                  " V=" + std::to_string(cs.n_vocab));
     run_and_check(cs, 2, 11);

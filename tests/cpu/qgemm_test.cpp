@@ -781,8 +781,8 @@ TEST(QGemmTraffic, CountsTheStoredBytesAndTheMultiplyAdds) {
 }
 
 // decode_row (DiffusionGemma's self-conditioning reads the tied token_embd through it): a Q6K8Block
-// matrix gives every row, the last group's partial one included, bit for bit as the GGUF decoder;
-// layouts that cannot decode say so.
+// matrix gives every row, the last group's partial one included, and column ranges of it, bit for bit
+// as the GGUF decoder; layouts that cannot decode say so.
 TEST(QGemmDecodeRow, Q6K8RowsAreTheGgufDecodersBitForBit) {
   const Weights w = random_weights(GgmlType::Q6_K, 40, 512, 11);  // 3 groups of 16 rows, the last 8
   std::vector<float> want(512), got(512);
@@ -795,12 +795,22 @@ TEST(QGemmDecodeRow, Q6K8RowsAreTheGgufDecodersBitForBit) {
       ASSERT_TRUE(m->decode_row(o, got.data())) << isa_name(isa);
       ASSERT_EQ(std::memcmp(want.data(), got.data(), 512 * sizeof(float)), 0)
           << isa_name(isa) << " row " << o;
+      // Column ranges: across the super-block boundary, inside one sub-block, ends off the 16-grid.
+      for (const auto& [j0, j1] :
+           {std::pair<int64_t, int64_t>{224, 288}, {256, 512}, {16, 32}, {3, 37}, {500, 512}}) {
+        std::vector<float> part(static_cast<size_t>(j1 - j0) + 1, -7.0f);
+        ASSERT_TRUE(m->decode_row(o, j0, j1, part.data())) << isa_name(isa);
+        ASSERT_EQ(std::memcmp(want.data() + j0, part.data(), (j1 - j0) * sizeof(float)), 0)
+            << isa_name(isa) << " row " << o << " columns [" << j0 << ", " << j1 << ")";
+        ASSERT_EQ(part.back(), -7.0f) << "wrote past column " << j1;
+      }
     }
   }
   EXPECT_FALSE(make_matrix_ref(w.info(), w.bytes.data())->decode_row(0, got.data()));
-  if (isa_supported(Isa::kAvx512Vnni))
+  if (isa_supported(Isa::kAvx512Vnni)) {
     EXPECT_FALSE(make_matrix(w.info(), w.bytes.data(), Isa::kAvx512Vnni, WeightLayout::kCompact)
                      ->decode_row(0, got.data()));
+  }
 }
 
 // Types without a packed kernel go to the reference matrices.

@@ -24,13 +24,13 @@ void pack_b_row_scalar(const float* row, int64_t n, float* bp, int64_t ld) {
   }
 }
 
-void tile_scalar(const float* ap, const float* bp, int64_t kc, float* c, int64_t ldc) {
+void tile_scalar(const float* a, int64_t lda, const float* bp, int64_t kc, float* c, int64_t ldc) {
   float acc[kMr][kNr];
   for (int r = 0; r < kMr; ++r)
     for (int j = 0; j < kNr; ++j) acc[r][j] = c[r * ldc + j];
   for (int64_t p = 0; p < kc; ++p)
     for (int r = 0; r < kMr; ++r)
-      for (int j = 0; j < kNr; ++j) acc[r][j] += ap[p * kMr + r] * bp[p * kNr + j];
+      for (int j = 0; j < kNr; ++j) acc[r][j] += a[r * lda + p] * bp[p * kNr + j];
   for (int r = 0; r < kMr; ++r)
     for (int j = 0; j < kNr; ++j) c[r * ldc + j] = acc[r][j];
 }

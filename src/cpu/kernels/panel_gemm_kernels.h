@@ -1,6 +1,6 @@
 // The micro-kernels of cpu/panel_gemm.h, one set per instruction-set path: a register-blocked f32
-// tile (mr rows x nr columns, nr = two vectors) over packed panels, and the f16 rounding of the
-// packed operands. kScalar is the portable reference; every path sums each output element over the
+// tile (mr rows x nr columns, nr = two vectors) over A's rows and a packed strip of B, and the f16
+// rounding of B. kScalar is the portable reference; every path sums each output element over the
 // ids in increasing order (one multiply-add per id, fused on the SIMD paths), so a path's result
 // does not depend on how the driver cuts the ids into panels or the columns among threads.
 #pragma once
@@ -11,10 +11,9 @@
 
 namespace dllm::cpu {
 
-/// Packed layouts (written by the driver, cpu/panel_gemm.cpp):
-/// - A panel of a row block: ap[p * mr + r] = f16(A[row0 + r][id p]) for the panel's kc ids p, rows
-///   past m zero;
-/// - B strip s of a panel: bp[p * nr + j] = f16(B[id p][s * nr + j]), columns past n zero.
+/// Operands (cpu/panel_gemm.cpp): a row block of A read in place, a[r * lda + p] = A[row0 + r][id p]
+/// for the panel's kc ids p (or a zero-padded copy of it), and B packed, strip s of a panel:
+/// bp[p * nr + j] = f16(B[id p][s * nr + j]), columns past n zero.
 struct PanelGemmKernels {
   int mr = 0;  ///< rows of a tile
   int nr = 0;  ///< columns of a tile (two vectors of the path)
@@ -24,9 +23,9 @@ struct PanelGemmKernels {
   /// Writes the columns of one B row into the strips: bp[s * ld + j] = f16(row[s * nr + j]) for
   /// s < ceil(n / nr), j < nr (0 where s * nr + j >= n).
   void (*pack_b_row)(const float* row, int64_t n, float* bp, int64_t ld);
-  /// c[r * ldc + j] += sum over p < kc, in increasing p, of ap[p * mr + r] * bp[p * nr + j], for
+  /// c[r * ldc + j] += sum over p < kc, in increasing p, of a[r * lda + p] * bp[p * nr + j], for
   /// r < mr, j < nr: f32 accumulation in the accumulator loaded from c.
-  void (*tile)(const float* ap, const float* bp, int64_t kc, float* c, int64_t ldc);
+  void (*tile)(const float* a, int64_t lda, const float* bp, int64_t kc, float* c, int64_t ldc);
 };
 
 /// The set for `isa` (kAvxVnni uses the AVX2 set, kAmx the AVX-512 set: these loops need only FMA and

@@ -39,14 +39,16 @@ void pack_b_row(const float* row, int64_t n, float* bp, int64_t ld) {
   }
 }
 
-/// MR rows x two vectors of accumulators; per id, two loads of B and MR broadcasts of A feed 2 MR FMAs
-/// (each accumulator's chain in increasing p).
+/// MR rows x two vectors of accumulators; per id, two loads of B and MR broadcasts of A (one from each
+/// row) feed 2 MR FMAs (each accumulator's chain in increasing p).
 template <class V, int MR>
-void tile(const float* ap, const float* bp, int64_t kc, float* c, int64_t ldc) {
+void tile(const float* a, int64_t lda, const float* bp, int64_t kc, float* c, int64_t ldc) {
   constexpr int W = V::W;
   typename V::F acc0[MR], acc1[MR];
+  const float* ar[MR];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
+    ar[r] = a + r * lda;
     acc0[r] = V::load(c + r * ldc);
     acc1[r] = V::load(c + r * ldc + W);
   }
@@ -54,11 +56,10 @@ void tile(const float* ap, const float* bp, int64_t kc, float* c, int64_t ldc) {
     const typename V::F b0 = V::load(bp), b1 = V::load(bp + W);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const typename V::F a = V::set1(ap[r]);
-      acc0[r] = V::fmadd(a, b0, acc0[r]);
-      acc1[r] = V::fmadd(a, b1, acc1[r]);
+      const typename V::F x = V::set1(ar[r][p]);
+      acc0[r] = V::fmadd(x, b0, acc0[r]);
+      acc1[r] = V::fmadd(x, b1, acc1[r]);
     }
-    ap += MR;
     bp += 2 * W;
   }
 #pragma GCC unroll 16
