@@ -455,8 +455,7 @@ struct CpuForward::Impl final : model::DeviceOps {
                  {{sc_gate.get(), ffn_act.row(0), n_ff}, {sc_up.get(), up.data(), n_ff}});
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t i = 0; i < m; ++i) {
-      float* g = ffn_act.row(i);
-      for (int64_t j = 0; j < n_ff; ++j) g[j] = gelu_f16(g[j]) * up[i * n_ff + j];
+      rk->gelu_mul(ffn_act.row(i), &up[i * n_ff], ffn_act.row(i), n_ff);
       ffn_act.prepare_row(*rk, i);
     }
     project_rows(Phase::kGemmDown, ffn_act, m, {{sc_down.get(), proj.data(), d}});
@@ -661,12 +660,10 @@ struct CpuForward::Impl final : model::DeviceOps {
       const Profile::Scope ps(prof, Phase::kSiluMul);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
       for (int64_t r = 0; r < n; ++r) {
-        if (gemma) {
-          float* g = ffn_act.row(r);
-          for (int64_t j = 0; j < n_ff; ++j) g[j] = gelu_f16(g[j]) * up[r * n_ff + j];
-        } else {
+        if (gemma)
+          rk->gelu_mul(ffn_act.row(r), &up[r * n_ff], ffn_act.row(r), n_ff);
+        else
           rk->silu_mul(ffn_act.row(r), &up[r * n_ff], ffn_act.row(r), n_ff);
-        }
         ffn_act.prepare_row(*rk, r);
       }
     }

@@ -14,24 +14,6 @@
 
 namespace dllm::cpu {
 
-float gelu_f16(float x) {
-  if (x <= -10.0f) return 0.0f;
-  if (x >= 10.0f) return x;
-  // ggml_gelu_f32 (ggml-cpu/vec.h) on the f16 value of x, stored as f16 in ggml_table_gelu_f16: one
-  // entry per f16 bit pattern, made once (a tanhf per call was about a twentieth of a step).
-  static const std::vector<float> table = [] {
-    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kCoefA = 0.044715f;
-    std::vector<float> t(65536);
-    for (uint32_t i = 0; i < t.size(); ++i) {
-      const float h = quant::fp16_to_fp32(static_cast<uint16_t>(i));
-      const float g = 0.5f * h * (1.0f + std::tanh(kSqrt2OverPi * h * (1.0f + kCoefA * h * h)));
-      t[i] = quant::fp16_to_fp32(quant::fp32_to_fp16(g));
-    }
-    return t;
-  }();
-  return table[quant::fp32_to_fp16(x)];
-}
-
 GegluExperts make_geglu_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa) {
   GegluExperts ex;
   auto make = [&](const gguf::TensorInfo& t3, int64_t e) {
@@ -121,7 +103,7 @@ void GegluMoe::forward(const model::LayerWeights& lw, const GegluExperts& ex, co
   for (int64_t i = 0; i < nk; ++i) {
     const float* g = &gu_[i * 2 * f];
     float* y = act_.row(i);
-    for (int64_t j = 0; j < f; ++j) y[j] = gelu_f16(g[j]) * g[f + j];  // ggml_vec_geglu_f32
+    rk_->gelu_mul(g, g + f, y, f);  // ggml_vec_geglu_f32
     act_.prepare_row(*rk_, i);
   }
   run(false);

@@ -28,10 +28,6 @@ struct LayerWeights;
 
 namespace dllm::cpu {
 
-/// GELU (tanh form) as ggml-cpu computes it (ggml/src/ggml-cpu/vec.h ggml_vec_gelu_f32 with
-/// GGML_GELU_FP16): 0 for x <= -10, x for x >= 10, else the f32 GELU of x rounded to f16, rounded to f16.
-float gelu_f16(float x);
-
 /// One layer's experts prepared for an ISA: expert e's gate|up (2 n_ff_exp x n_embd) and down
 /// (n_embd x n_ff_exp) matrices (model::expert_matrix slices).
 struct GegluExperts {

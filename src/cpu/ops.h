@@ -51,6 +51,15 @@ void attention_queries(const float* q, int64_t n_q, const float* k, const float*
 /// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may alias gate or up.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
+/// GELU (tanh form) as ggml-cpu computes it (ggml/src/ggml-cpu/vec.h ggml_vec_gelu_f32 with
+/// GGML_GELU_FP16): 0 for x <= -10, x for x >= 10, else the f32 GELU of x rounded to f16, rounded to f16.
+float gelu_f16(float x);
+/// The table gelu_f16 reads between -10 and 10: entry h is the GELU of the binary16 value with bits
+/// h, as ggml_table_gelu_f16 (65536 floats, made on first use).
+const float* gelu_f16_table();
+/// out[i] = gelu_f16(gate[i]) * up[i] (ggml_vec_geglu_f32). out may alias gate or up.
+void gelu_mul(const float* gate, const float* up, float* out, int64_t n);
+
 /// Softmax of one row rounded to f16: y[i] = f16(e_i * float(1 / sum)), e_i = exp(x[i] * scale - m),
 /// m = max x[i] * scale, the sum of the e_i in double (ggml_soft_max_f32; f16() as ggml-cpu rounds an
 /// F16 matmul's f32 operand, quant::fp32_to_fp16). y may alias x; n >= 1.

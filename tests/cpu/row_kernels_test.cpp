@@ -139,6 +139,50 @@ TEST_P(RowKernelsIsa, SoftcapMatchesF64) {
   }
 }
 
+// --- GELU * up (DiffusionGemma's FFNs) ------------------------------------------------------------
+
+// Every path is the scalar definition bit for bit (gelu_f16, itself checked against the f64 tanh
+// formula in moe_test), on random gates across the clamps and on the edges: each side of -10 and 10,
+// f16 rounding ties (1 + 2^-11 rounds to 1, 1 + 3 * 2^-11 to 1 + 2^-9), f16 subnormals, signed zeros,
+// infinities; NaN stays NaN.
+TEST_P(RowKernelsIsa, GeluMulIsTheF16TableDefinitionBitForBit) {
+  std::vector<float> gate = random_vector(4096 + 5, 60, 12.0f);
+  const std::vector<float> up = random_vector(gate.size(), 61, 2.0f);
+  const float edges[] = {-10.0f,
+                         std::nextafter(-10.0f, 0.0f),
+                         std::nextafter(-10.0f, -20.0f),
+                         10.0f,
+                         std::nextafter(10.0f, 0.0f),
+                         1.0f + 0x1p-11f,
+                         1.0f + 3 * 0x1p-11f,
+                         -(1.0f + 0x1p-11f),
+                         0x1p-24f,
+                         0x1.8p-25f,
+                         0.0f,
+                         -0.0f,
+                         INFINITY,
+                         -INFINITY,
+                         65520.0f,
+                         -7.5f};
+  for (size_t i = 0; i < std::size(edges); ++i) gate[3 + i] = edges[i];
+  gate[40] = NAN;
+  std::vector<float> got(gate.size());
+  k().gelu_mul(gate.data(), up.data(), got.data(), static_cast<int64_t>(gate.size()));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const float want = gelu_f16(gate[i]) * up[i];
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got[i])) << "gate=" << gate[i];
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want))
+        << "gate=" << gate[i] << " up=" << up[i] << ": " << got[i] << " vs " << want;
+  }
+  // In place (out aliasing gate), as the forward pass calls it.
+  std::vector<float> in_place = gate;
+  k().gelu_mul(in_place.data(), up.data(), in_place.data(), static_cast<int64_t>(gate.size()));
+  EXPECT_EQ(std::memcmp(in_place.data(), got.data(), got.size() * sizeof(float)), 0);
+}
+
 // --- Q6_K decoding --------------------------------------------------------------------------------
 
 TEST_P(RowKernelsIsa, DequantizeQ6KMatchesTheBlockLayoutBitForBit) {

@@ -44,6 +44,11 @@ struct Ymm {
   }
   /// Rounded to binary16 (ties to even) and back: F16C.
   static F round_f16(F a) { return _mm256_cvtph_ps(_mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)); }
+  /// table[bits of a rounded to binary16 (ties to even)], gathered.
+  static F f16_lookup(F a, const float* table) {
+    return _mm256_i32gather_ps(table, _mm256_cvtepu16_epi32(_mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT)),
+                               4);
+  }
   static F round_even(F a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static F exp2n(F p, F n) {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);

@@ -41,6 +41,11 @@ struct Zmm {
   static F round_f16(F a) {
     return _mm512_cvtph_ps(_mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
+  /// table[bits of a rounded to binary16 (ties to even)], gathered.
+  static F f16_lookup(F a, const float* table) {
+    const __m256i h = _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_i32gather_ps(_mm512_cvtepu16_epi32(h), table, 4);
+  }
   static F round_even(F a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static F exp2n(F p, F n) { return _mm512_scalef_ps(p, n); }
   static F keep_ge(F r, F x, float lim) {

@@ -26,9 +26,15 @@ void softcap_scalar(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * (1.0f / cap)) * cap;
 }
 
-const RowKernels kScalarKernels = {
-    quant::quantize_row_q8_K, silu_mul,    attention_head_scalar,      rmsnorm,
-    dot_f32_x4_scalar,        softmax_f16, quant::dequantize_row_q6_K, softcap_scalar};
+const RowKernels kScalarKernels = {quant::quantize_row_q8_K,
+                                   silu_mul,
+                                   attention_head_scalar,
+                                   rmsnorm,
+                                   dot_f32_x4_scalar,
+                                   softmax_f16,
+                                   quant::dequantize_row_q6_K,
+                                   softcap_scalar,
+                                   gelu_mul};
 
 }  // namespace
 

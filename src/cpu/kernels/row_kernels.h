@@ -56,6 +56,7 @@ size_t attention_scratch_floats(int64_t head_dim, int64_t max_kv);
 /// - dequantize_q6_K: exactly quant::dequantize_row_q6_K (bit-identical on every path).
 /// - softcap: x[i] = tanh(x[i] * (1 / cap)) * cap, in place (ggml's scale, tanh, scale; SIMD paths
 ///   within a few 2^-24 of it).
+/// - gelu_mul: exactly cpu/ops.h gelu_mul (bit-identical on every path; out may alias gate or up).
 struct RowKernels {
   void (*quantize_q8_K)(const float* x, quant::block_q8_K* y, int64_t n);
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
@@ -65,6 +66,7 @@ struct RowKernels {
   void (*softmax_f16)(const float* x, float scale, float* y, int64_t n);
   void (*dequantize_q6_K)(const quant::block_q6_K* x, float* y, int64_t n);
   void (*softcap)(float* x, int64_t n, float cap);
+  void (*gelu_mul)(const float* gate, const float* up, float* out, int64_t n);
 };
 
 /// The kernels for `isa` (kAvxVnni uses the AVX2 set: these loops need no VNNI; kAmx the AVX-512 set).

@@ -2,8 +2,10 @@
 // row_kernels_simd.h.
 #include <immintrin.h>
 // GCC 12 reports its own _mm512_undefined_*() placeholders in avx512fintrin.h as "may be used
-// uninitialized" once the reductions inline (a known false positive, as in qgemm_avx512.cpp).
+// uninitialized" (or "is used uninitialized", in the gather) once the reductions and gathers inline (a
+// known false positive, as in qgemm_avx512.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "cpu/kernels/dot4_ymm.h"
 #include "cpu/kernels/lanes_zmm.h"
@@ -12,8 +14,9 @@
 namespace dllm::cpu::simd {
 namespace {
 
-const RowKernels kKernels = {quantize_q8_K<Zmm>, silu_mul<Zmm>,    attention_head<Zmm, 4>, rmsnorm<Zmm>,
-                             dot_f32_x4_ymm,     softmax_f16<Zmm>, dequantize_q6_K<Zmm>,   softcap<Zmm>};
+const RowKernels kKernels = {quantize_q8_K<Zmm>,   silu_mul<Zmm>,  attention_head<Zmm, 4>,
+                             rmsnorm<Zmm>,         dot_f32_x4_ymm, softmax_f16<Zmm>,
+                             dequantize_q6_K<Zmm>, softcap<Zmm>,   gelu_mul<Zmm>};
 
 }  // namespace
 

@@ -119,6 +119,25 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// GELU(gate) * up with cpu/ops.h gelu_f16: the table entry of gate's binary16 bits (F16C rounds ties to
+// even, as quant::fp32_to_fp16), 0 at or below -10 and gate itself from 10 up (NaN included, as the
+// scalar path's table gives NaN for it too).
+
+template <class V>
+void gelu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  using F = typename V::F;
+  const float* table = gelu_f16_table();
+  const float above = std::nextafter(-10.0f, 0.0f);  // the smallest float > -10
+  int64_t i = 0;
+  for (; i + V::W <= n; i += V::W) {
+    const F g = V::load(gate + i);
+    const F r = V::select_lt(g, 10.0f, V::keep_ge(V::f16_lookup(g, table), g, above), g);
+    V::store(out + i, V::mul(r, V::load(up + i)));
+  }
+  for (; i < n; ++i) out[i] = gelu_f16(gate[i]) * up[i];
+}
+
+// ---------------------------------------------------------------------------------------------------
 // A vocabulary row's softmax, rounded to f16 (cpu/ops.h softmax_f16): the maximum, e = exp(x s - m)
 // kept in y with its sum in double, then y * (1 / sum) rounded to binary16.
 
