@@ -578,6 +578,12 @@ int main(int argc, char** argv) {
       {"2816x704_Q8_0", GgmlType::Q8_0, 2816, 704, 128, 16},
       {"360448x704_Q5_0", GgmlType::Q5_0, 360448, 704, 128, 16},
       {"360448x704_Q8_0", GgmlType::Q8_0, 360448, 704, 128, 16},
+      // DiffusionGemma 26B-A4B's ffn_gate_up_exps (Q4_K, 2 x 704 outputs over 2816): one expert and all
+      // 128 stacked, at L = 16 and 2 as above; its attention and dense projections over a 256-row
+      // canvas (attn_q 4096 x 2816).
+      {"1408x2816_Q4_K", GgmlType::Q4_K, 1408, 2816, 128, 16},
+      {"180224x2816_Q4_K", GgmlType::Q4_K, 180224, 2816, 128, 16},
+      {"4096x2816_Q4_K", GgmlType::Q4_K, 4096, 2816},
   };
   for (const Shape& s : shapes) {
     const bool head = s.n_out == 126464;
