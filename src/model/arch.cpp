@@ -30,4 +30,10 @@ const Architecture* architecture_of(const gguf::GgufFile& file) {
   return find_architecture(file.find_string("general.architecture").value_or(""));
 }
 
+Error missing_tensor(const std::string& name) {
+  return Error("required tensor missing: " + name +
+               ": the file is incomplete or was not converted for this architecture; convert the model "
+               "again with llama.cpp's convert_hf_to_gguf.py, or download the file again");
+}
+
 }  // namespace dllm::model

@@ -10,7 +10,10 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+
+#include "base/error.h"
 
 #include "model/config.h"
 #include "model/layer_desc.h"
@@ -37,6 +40,10 @@ struct Architecture {
   /// backbone a diffusion model shares; `run` and `serve` refuse it.
   bool causal_lm = false;
 };
+
+/// The error for a tensor the architecture needs and the file lacks: "required tensor missing: <name>"
+/// and what to do about it.
+Error missing_tensor(const std::string& name);
 
 /// Every architecture this build runs, in the order error messages list them.
 std::span<const Architecture* const> architectures();

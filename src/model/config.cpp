@@ -123,7 +123,7 @@ ModelConfig read_config(const gguf::GgufFile& file) {
   // The LM head's rows; a file without output.weight ties it to token_embd (as llama.cpp does).
   const gguf::TensorInfo* head = file.find_tensor("output.weight");
   if (!head) head = file.find_tensor("token_embd.weight");
-  if (!head) throw Error("required tensor missing: token_embd.weight");
+  if (!head) throw missing_tensor("token_embd.weight");
   c.n_vocab = head->n_dims >= 2 ? head->ne[1] : 0;
   return c;
 }

@@ -122,7 +122,7 @@ void configure_diffusion_gemma(const gguf::GgufFile& file, ModelConfig& c) {
         "and the confidence threshold non-negative)");
   if (c.self_conditioning && !file.find_tensor("self_cond_pre_norm.weight") &&
       !file.find_tensor("self_cond_norm.weight"))
-    throw Error("required tensor missing: self_cond_pre_norm.weight (or self_cond_norm.weight)");
+    throw missing_tensor("self_cond_pre_norm.weight (or self_cond_norm.weight)");
 }
 
 LayerDesc gemma4_layer(const ModelConfig& c, int64_t il) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "model/arch.h"
 #include "model/layer_desc.h"
 #include "model/tensors.h"
 #include "quant/quant.h"
@@ -29,7 +30,7 @@ std::string shape_string(const int64_t* ne, uint32_t n) {
 const gguf::TensorInfo& require(const gguf::GgufFile& file, const std::string& name,
                                 const std::vector<int64_t>& want) {
   const gguf::TensorInfo* t = file.find_tensor(name);
-  if (!t) throw Error("required tensor missing: " + name);
+  if (!t) throw missing_tensor(name);
   bool ok = true;
   for (uint32_t i = 0; i < 4; ++i) {
     const int64_t w = i < want.size() ? want[i] : 1;

@@ -119,7 +119,12 @@ TEST_F(ModelErrors, InconsistentLlada2Routing) {
                "llada2.expert_gating_func is 1: llada2 runs sigmoid gating (2) only", 1);
   const std::string no_bias = (dir_ / "no-bias.gguf").string();
   rewrite_gguf(src, no_bias, nullptr, [](TensorSpec& t) { return t.name != "blk.1.exp_probs_b.bias"; });
-  expect_error(run_on(no_bias), "required tensor missing: blk.1.exp_probs_b.bias", 1);
+  expect_error(
+      run_on(no_bias),
+      "required tensor missing: blk.1.exp_probs_b.bias: the file is incomplete or was not converted for this "
+      "architecture; convert the model again with llama.cpp's convert_hf_to_gguf.py, or download "
+      "the file again",
+      1);
 }
 
 TEST_F(ModelErrors, MissingMetadataKey) {
@@ -251,7 +256,12 @@ TEST_F(ModelErrors, MissingTensor) {
   DLLM_REQUIRE_REFERENCE();
   const std::string path = (dir_ / "no-output-norm.gguf").string();
   rewrite_gguf(llada_path(), path, nullptr, [](TensorSpec& t) { return t.name != "output_norm.weight"; });
-  expect_error(run_on(path), "required tensor missing: output_norm.weight", 1);
+  expect_error(
+      run_on(path),
+      "required tensor missing: output_norm.weight: the file is incomplete or was not converted for this "
+      "architecture; convert the model again with llama.cpp's convert_hf_to_gguf.py, or download "
+      "the file again",
+      1);
 }
 
 TEST_F(ModelErrors, UnknownPreTokenizer) {

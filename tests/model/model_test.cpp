@@ -20,6 +20,11 @@ using test::expect_error;
 using test::SyntheticSpec;
 
 /// Writes `spec` and expects Model::load to throw dllm::Error with exactly `message`.
+// What a missing tensor's error says after its name.
+const std::string kMissingHint =
+    ": the file is incomplete or was not converted for this architecture; convert the model again with "
+    "llama.cpp's convert_hf_to_gguf.py, or download the file again";
+
 void expect_load_error(const SyntheticSpec& spec, const std::string& message) {
   test::TempDir dir;
   const std::string path = (dir / "m.gguf").string();
@@ -213,9 +218,9 @@ TEST(LoadErrors, MoeKeysAndTensors) {
       "most 1024");
   spec.n_expert_used = 2;
   spec.omit_tensors = {"blk.1.attn_k_norm.weight"};
-  expect_load_error(spec, "required tensor missing: blk.1.attn_k_norm.weight");
+  expect_load_error(spec, "required tensor missing: blk.1.attn_k_norm.weight" + kMissingHint);
   spec.omit_tensors = {"blk.0.ffn_gate_inp.weight"};
-  expect_load_error(spec, "required tensor missing: blk.0.ffn_gate_inp.weight");
+  expect_load_error(spec, "required tensor missing: blk.0.ffn_gate_inp.weight" + kMissingHint);
   spec.omit_tensors = {};
   spec.shape_override = {{"blk.0.ffn_down_exps.weight", {256, 256, 7}}};
   expect_load_error(
@@ -277,13 +282,13 @@ TEST(LoadErrors, MissingTensor) {
                                  "blk.0.attn_norm.weight", "blk.1.attn_output.weight"}) {
     SyntheticSpec spec;
     spec.omit_tensors = {name};
-    expect_load_error(spec, "required tensor missing: " + name);
+    expect_load_error(spec, "required tensor missing: " + name + kMissingHint);
   }
   SyntheticSpec dream;
   dream.arch = "dream";
   dream.n_head_kv = 2;
   dream.omit_tensors = {"blk.1.attn_v.bias"};
-  expect_load_error(dream, "required tensor missing: blk.1.attn_v.bias");
+  expect_load_error(dream, "required tensor missing: blk.1.attn_v.bias" + kMissingHint);
 }
 
 TEST(LoadErrors, ShapeMismatch) {
@@ -346,7 +351,7 @@ TEST(LoadLimits, BlockCountFarBeyondTheTensorsStopsAtTheFirstMissingBlock) {
   SyntheticSpec spec;
   spec.omit_keys = {"llada.block_count"};
   spec.extra_values = {{"llada.block_count", gguf::make_u64(uint64_t{1} << 40)}};
-  expect_load_error(spec, "required tensor missing: blk.2.attn_norm.weight");
+  expect_load_error(spec, "required tensor missing: blk.2.attn_norm.weight" + kMissingHint);
 }
 
 TEST(LoadLimits, VocabularyLongerThanTheEmbeddingRows) {
