@@ -217,7 +217,7 @@ struct CpuForward::Impl final : model::DeviceOps {
           lm.up = make(lw.ffn_up);
           lm.down = make(lw.ffn_down);
           experts.emplace_back();
-          geglu_experts.back() = make_geglu_experts(model, lw, isa);
+          geglu_experts.back() = make_geglu_experts(model, lw, isa, expert_layout(c));
           break;
       }
       layers.push_back(std::move(lm));

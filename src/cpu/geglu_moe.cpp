@@ -14,11 +14,12 @@
 
 namespace dllm::cpu {
 
-GegluExperts make_geglu_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa) {
+GegluExperts make_geglu_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa,
+                                WeightLayout layout) {
   GegluExperts ex;
   auto make = [&](const gguf::TensorInfo& t3, int64_t e) {
     const gguf::TensorInfo slice = model::expert_matrix(t3, e);
-    std::unique_ptr<Matrix> mat = make_matrix(slice, m.data(slice), isa);
+    std::unique_ptr<Matrix> mat = make_matrix(slice, m.data(slice), isa, layout);
     if (mat->owns_data()) m.file().release_pages(slice);
     return mat;
   };

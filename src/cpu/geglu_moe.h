@@ -34,9 +34,11 @@ struct GegluExperts {
   std::vector<std::unique_ptr<Matrix>> gate_up, down;
 };
 
-/// Prepares lw's experts (ffn_gate_up_exps, ffn_down_exps) with make_matrix, releasing the mapped
-/// pages a matrix copied. Throws dllm::Error as make_matrix does.
-GegluExperts make_geglu_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa);
+/// Prepares lw's experts (ffn_gate_up_exps, ffn_down_exps) with make_matrix in `layout` (the forward
+/// pass passes expert_layout(config), as for the other MoE blocks), releasing the mapped pages a
+/// matrix copied. Throws dllm::Error as make_matrix does.
+GegluExperts make_geglu_experts(const model::Model& m, const model::LayerWeights& lw, Isa isa,
+                                WeightLayout layout = WeightLayout::kFast);
 
 class GegluMoe {
  public:
