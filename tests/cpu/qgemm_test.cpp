@@ -633,6 +633,25 @@ TEST_P(QGemm, Q5_0IsBitIdenticalToItsQ8_0Conversion) {
   }
 }
 
+// The Q8_0 and Q5_0 kernels of the SIMD paths compute the same exact int32 sum per row, token and
+// block (by vpmaddubsw pairs, vpdpbusd on ymm, or on zmm) and then the same f32 steps, acc =
+// fma(float(sum), d_w * d_x, acc) block after block (docs/kernels.md), so each path gives the AVX2
+// kernel's bits: a Q8_0 / Q5_0 model's tokens do not depend on the SIMD path. (The scalar kernel
+// rounds the product before the add.) 40 rows are a group pair and a lone group; the token counts
+// cover every token tile and the Q5_0 decode once per pair (more than one tile).
+TEST_P(QGemm, Q8_0AndQ5_0GiveTheAvx2KernelsBits) {
+  if (!q8_0_acts(type())) GTEST_SKIP() << "a Q8_0 / Q5_0 property";
+  if (path() != Path::kAvxVnniEmulated && path() != Path::kAvxVnni && path() != Path::kAvx512Vnni)
+    GTEST_SKIP() << "compared: the VNNI paths of the ymm and zmm kernels";
+  for (int64_t n_tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33}) {
+    const Weights w = random_weights(type(), 40, 704, uint64_t(n_tokens + 200));
+    const Acts a = random_acts(n_tokens, 704, uint64_t(n_tokens + 300));
+    const std::vector<float> y = run(*make(w), a, w.n_out, 32);
+    const std::vector<float> y2 = run(*make_for(Path::kAvx2, w), a, w.n_out, 32);
+    ASSERT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)), 0) << n_tokens << " tokens";
+  }
+}
+
 // Row ranges split on 16-row boundaries compute the same values, bit for bit, as one call, and
 // never write outside their range (the forward pass runs them from several threads).
 TEST_P(QGemm, RowRangesAreIndependentAndExact) {

@@ -1,7 +1,9 @@
-// AVX-512 VNNI kernels over the packed 16-row groups (compiled with -mavx512f/bw/vl/dq/vnni).
+// AVX-512 VNNI kernels over the packed 16-row groups of Q4_K and Q6_K (compiled with
+// -mavx512f/bw/vl/dq/vnni); the Q8_0 / Q5_0 ones are in qgemm_bytes_avx512.cpp, with the same driver.
 //
 // Tile: 32 rows (two groups, two zmm of int32 lanes) x 4 tokens; a lone last group uses a 16-row tile,
-// and the token remainder goes in 3-token tiles where the count allows (token_tiles).
+// and the token remainder goes in 3-token tiles where the count allows (cpu/kernels/qgemm_zmm.h
+// for_group_pairs, cpu/kernels/qgemm_tiling.h for_token_tiles).
 // For each 64-byte weight line the kernel unpacks two u8 vectors (low and high nibbles) per group and
 // feeds each to one vpdpbusd per token, whose s8 operand is 4 activation bytes broadcast to all lanes;
 // each broadcast serves both groups. Per 32-weight sub-block (Q4_K) or 16-weight sub-block (Q6_K) the
@@ -29,35 +31,10 @@
 // uninitialized" once these inline into the tiles (a known false positive); nothing here is.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include <algorithm>
-#include <cstring>
-
-#include "cpu/kernels/qgemm.h"
-#include "cpu/kernels/qgemm_tiling.h"
+#include "cpu/kernels/qgemm_zmm.h"
 
 namespace dllm::cpu::qgemm {
 namespace {
-
-constexpr int kTokens = 4;  // tokens per tile
-
-// 4 bytes at p broadcast to every int32 lane.
-inline __m512i bcast32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-// Lanes of group g that fall inside [o_begin, o_end).
-inline __mmask16 row_mask(const GemmArgs& a, int64_t g) {
-  const int64_t lo = std::max<int64_t>(a.o_begin - g * kRows, 0);
-  const int64_t hi = std::min<int64_t>(a.o_end - g * kRows, kRows);
-  if (hi <= lo) return 0;
-  return __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
-
-inline __m512 load_f16x16(const uint16_t* p) {
-  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Q4_K. NG groups (1 or 2, consecutive: group k at w + k * n_sb) x NT tokens starting at x (token rows
@@ -95,12 +72,12 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
           lo[g] = _mm512_and_si512(c[g], m4);
         }
         for (int t = 0; t < NT; ++t) {
-          const __m512i bx = bcast32(x[t * n_sb + sb].qs + 32 * j + 4 * p);
+          const __m512i bx = bcast32_zmm(x[t * n_sb + sb].qs + 32 * j + 4 * p);
           for (int g = 0; g < NG; ++g) il[t][g] = _mm512_dpbusd_epi32(il[t][g], lo[g], bx);
         }
         for (int g = 0; g < NG; ++g) hi[g] = _mm512_and_si512(_mm512_srli_epi16(c[g], 4), m4);
         for (int t = 0; t < NT; ++t) {
-          const __m512i bx = bcast32(x[t * n_sb + sb].qs + 32 * j + 16 + 4 * p);
+          const __m512i bx = bcast32_zmm(x[t * n_sb + sb].qs + 32 * j + 16 + 4 * p);
           for (int g = 0; g < NG; ++g) ih[t][g] = _mm512_dpbusd_epi32(ih[t][g], hi[g], bx);
         }
       }
@@ -125,7 +102,7 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
         mp[g] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->mins[p])));
       }
       for (int t = 0; t < NT; ++t) {
-        const __m512i bs = bcast32(bs32 + (t * n_sb + sb) * 8 + 2 * p);
+        const __m512i bs = bcast32_zmm(bs32 + (t * n_sb + sb) * 8 + 2 * p);
         for (int g = 0; g < NG; ++g) macc[t][g] = _mm512_dpwssd_epi32(macc[t][g], mp[g], bs);
       }
     }
@@ -150,12 +127,11 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
 // line instead of the ~8 unpacking instructions the nibble + 2-bit planes of Q6KBlock cost.
 
 template <int NG, int NT>
-void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
+void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const uint8_t* xu, float* y,
                 int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
   const int64_t pf_per = pf.per_step(n_sb);
-  // aux: the activations + 128 as unsigned bytes (GemmArgs::xu8) of these NT tokens. The products
+  // xu: the activations + 128 as unsigned bytes (GemmArgs::xu8) of these NT tokens. The products
   // (x + 128)(q - 32) need no zero-point term per token: the +128 part is the per-row constant corr.
-  const auto* xu = static_cast<const uint8_t*>(aux);
   __m512 acc[NT][NG];
   for (int t = 0; t < NT; ++t) {
     for (int g = 0; g < NG; ++g) acc[t][g] = _mm512_setzero_ps();
@@ -181,7 +157,7 @@ void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, co
         }
         for (int t = 0; t < NT; ++t) {
           const uint8_t* xq = xu + (t * n_sb + sb) * quant::kQK_K + 32 * s + 4 * p;
-          const __m512i bl = bcast32(xq), bh = bcast32(xq + 16);
+          const __m512i bl = bcast32_zmm(xq), bh = bcast32_zmm(xq + 16);
           for (int g = 0; g < NG; ++g) {
             ia[t][g] = _mm512_dpbusd_epi32(ia[t][g], bl, lo[g]);
             ib[t][g] = _mm512_dpbusd_epi32(ib[t][g], bh, hi[g]);
@@ -213,83 +189,27 @@ void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, co
   }
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Drivers: pairs of groups, then a lone group; tokens in tiles of kTokens, then one tile of the rest.
-
-template <typename Block>
-struct Tile;
-template <>
-struct Tile<Q4KBlock> {
-  static const void* aux(const GemmArgs& a, int64_t t) { return a.bs32 + t * a.n_sb * 8; }
-  template <int NG, int NT>
-  static void run(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
-                  int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
-    q4_K_tile<NG, NT>(w, n_sb, x, static_cast<const int16_t*>(aux), y, ldy, mask, pf);
-  }
-};
-
-template <>
-struct Tile<Q6K8Block> {
-  static const void* aux(const GemmArgs& a, int64_t t) { return a.xu8 + t * a.n_sb * quant::kQK_K; }
-  template <int NG, int NT>
-  static void run(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, const void* aux, float* y,
-                  int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
-    q6_K8_tile<NG, NT>(w, n_sb, x, aux, y, ldy, mask, pf);
-  }
-};
-
-template <typename Block, int NG>
-void token_tiles(const Block* wg, const GemmArgs& a, float* yg, const __mmask16* mask, const Block* next,
-                 int64_t next_groups) {
-  static_assert(kTokens == 4);
-  auto bs_at = [&](int64_t t) { return Tile<Block>::aux(a, t); };
-  const TokenSplit ts = split_tokens(a.n_tokens);
-  Prefetcher pf(next, next_groups * a.n_sb * int64_t(sizeof(Block)), ts.tiles());
-  int64_t t = 0;
-  for (int64_t i = 0; i < ts.n4; ++i, t += 4) {
-    Tile<Block>::template run<NG, 4>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask,
-                                     pf.take());
-  }
-  for (int64_t i = 0; i < ts.n3; ++i, t += 3) {
-    Tile<Block>::template run<NG, 3>(wg, a.n_sb, a.x + t * a.n_sb, bs_at(t), yg + t * a.ldy, a.ldy, mask,
-                                     pf.take());
-  }
-  const auto* x = a.x + t * a.n_sb;
-  float* y = yg + t * a.ldy;
-  switch (ts.rest) {
-    case 1:
-      Tile<Block>::template run<NG, 1>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask, pf.take());
-      break;
-    case 2:
-      Tile<Block>::template run<NG, 2>(wg, a.n_sb, x, bs_at(t), y, a.ldy, mask, pf.take());
-      break;
-    default:
-      break;
-  }
-}
-
-template <typename Block>
-void gemm(const GemmArgs& a) {
-  const auto* w = static_cast<const Block*>(a.w);
-  int64_t g = a.g_begin;
-  for (; g + 2 <= a.g_end; g += 2) {
-    const __mmask16 mask[2] = {row_mask(a, g), row_mask(a, g + 1)};
-    const int64_t next = std::min<int64_t>(2, std::max(a.g_end, a.n_groups) - (g + 2));
-    token_tiles<Block, 2>(w + g * a.n_sb, a, a.y + g * kRows, mask, w + (g + 2) * a.n_sb, next);
-  }
-  if (g < a.g_end) {
-    const __mmask16 mask[1] = {row_mask(a, g)};
-    token_tiles<Block, 1>(w + g * a.n_sb, a, a.y + g * kRows, mask, w, 0);
-  }
-}
-
 }  // namespace
 
+// Pairs of groups, then a lone group (for_group_pairs); tokens in tiles of 4, then of 3, then one
+// of the 1-2 left (for_token_tiles).
 void gemm_q4_K_avx512(const GemmArgs& a) {
-  gemm<Q4KBlock>(a);
+  const auto* w = static_cast<const Q4KBlock*>(a.w);
+  for_group_pairs<Q4KBlock>(a, [&]<int NG>(int64_t g, const __mmask16* mask, Prefetcher& pf) {
+    for_token_tiles(a.n_tokens, pf, [&]<int NT>(int64_t t, Prefetcher::Span span) {
+      q4_K_tile<NG, NT>(w + g * a.n_sb, a.n_sb, a.x + t * a.n_sb, a.bs32 + t * a.n_sb * 8,
+                        a.y + g * kRows + t * a.ldy, a.ldy, mask, span);
+    });
+  });
 }
 void gemm_q6_K8_avx512(const GemmArgs& a) {
-  gemm<Q6K8Block>(a);
+  const auto* w = static_cast<const Q6K8Block*>(a.w);
+  for_group_pairs<Q6K8Block>(a, [&]<int NG>(int64_t g, const __mmask16* mask, Prefetcher& pf) {
+    for_token_tiles(a.n_tokens, pf, [&]<int NT>(int64_t t, Prefetcher::Span span) {
+      q6_K8_tile<NG, NT>(w + g * a.n_sb, a.n_sb, a.x + t * a.n_sb, a.xu8 + t * a.n_sb * quant::kQK_K,
+                         a.y + g * kRows + t * a.ldy, a.ldy, mask, span);
+    });
+  });
 }
 
 }  // namespace dllm::cpu::qgemm

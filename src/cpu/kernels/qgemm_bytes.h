@@ -7,8 +7,9 @@
 // stored one after the other, and one 64-byte line holds 4 consecutive weights of each of the 16 rows
 // (a zmm vpdpbusd operand, or two ymm ones). docs/kernels.md describes the layouts and the arithmetic.
 // Q8_0 and Q5_K appear in Q4_K_M files of mixture-of-experts models (llama-quantize gives attn_k /
-// attn_v Q8_0 and attn_output Q5_K once a model has 8 or more experts), so these kernels run only the
-// attention projections there: ymm code serves the AVX-512 path too (docs/kernels.md, Tiling).
+// attn_v Q8_0 and attn_output Q5_K once a model has 8 or more experts), so there these kernels run only
+// the attention projections, and Q5_K's ymm code serves the AVX-512 path too; Q8_0 and Q5_0 also carry
+// DiffusionGemma's expert down projections and have zmm kernels there (docs/kernels.md).
 #pragma once
 
 #include <cstddef>
@@ -95,9 +96,10 @@ void gemm_q5_0_avx2(const GemmArgs& a);
 void gemm_q8_0_avxvnni(const GemmArgs& a);
 void gemm_q5_K_avxvnni(const GemmArgs& a);
 void gemm_q5_0_avxvnni(const GemmArgs& a);
-/// The AVX-512 VNNI path's Q8_0 / Q5_K / Q5_0 kernels: the ymm VNNI code of the avxvnni ones compiled
-/// with -mavx512vl -mavx512vnni (EVEX vpdpbusd on ymm), so what runs there is what the emulated kernels
-/// test.
+/// The AVX-512 VNNI path's kernels: Q8_0 / Q5_0 on zmm (32-row x 4-token tiles, the same integer sums
+/// and f32 steps as the ymm kernels, so the same bits); Q5_K the ymm VNNI code of the avxvnni one
+/// compiled with -mavx512vl -mavx512vnni (EVEX vpdpbusd on ymm), so what runs there is what the
+/// emulated kernels test.
 void gemm_q8_0_avx512(const GemmArgs& a);
 void gemm_q5_K_avx512(const GemmArgs& a);
 void gemm_q5_0_avx512(const GemmArgs& a);

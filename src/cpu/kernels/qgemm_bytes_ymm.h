@@ -1,8 +1,8 @@
 // The 256-bit Q8_0, Q5_0 and Q5_K kernels over the layouts of cpu/kernels/qgemm_bytes.h, one template
 // for every ymm path: Dot (kernels/ymm_dot.h) is YmmAvx2 (qgemm_bytes_avx2.cpp), YmmVnniVex
 // (qgemm_bytes_avxvnni.cpp), YmmVnniEvex (qgemm_bytes_avx512.cpp: the AVX-512 VNNI path runs this ymm
-// code) or YmmVnniEmu (qgemm_vnniemu_avx2.cpp, tests). Included ONLY by those ISA files; anonymous
-// namespace.
+// code for Q5_K; its Q8_0 / Q5_0 kernels are zmm) or YmmVnniEmu (qgemm_vnniemu_avx2.cpp, tests). Included
+// ONLY by those ISA files; anonymous namespace.
 //
 // Tiles are 16 rows (both 8-row halves of a group, bytes 32h..32h+31 of each line) x 4 tokens, the
 // token remainder in 3-token tiles where the count allows, as the Q4_K ymm kernel: each activation

@@ -1,4 +1,4 @@
-// What the SIMD GEMM drivers share (qgemm_avx512.cpp, qgemm_ymm.h, qgemm_bytes_ymm.h): the L2
+// What the SIMD GEMM drivers share (qgemm_zmm.h, qgemm_ymm.h, qgemm_bytes_ymm.h): the L2
 // prefetch of the next weights spread over a group's token tiles, and the cut of the tokens into
 // tiles (and the loop over them). Included only by those ISA files; everything sits in an anonymous
 // namespace so that copies compiled with different ISA flags never meet at link time.
