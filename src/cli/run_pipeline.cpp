@@ -256,6 +256,7 @@ int run_entropy_bound(const RunOptions& o, const model::ModelConfig& cfg, const 
   p.confidence = o.was_given("--eb-confidence") ? static_cast<float>(o.eb_confidence) : cfg.eb.confidence;
   p.seed = static_cast<uint32_t>(o.seed);  // std::mt19937's seed, as the PR's --seed
   p.end_ids = tok.eog_ids();
+  p.isa = choose_isa(o.compute.isa);
   char desc[256];
   std::snprintf(
       desc, sizeof desc,

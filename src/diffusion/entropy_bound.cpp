@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "diffusion/entropy_bound_simd.h"
 
 namespace dllm::diffusion {
 
@@ -36,39 +37,92 @@ float eb_temperature(const EntropyBoundParams& p, int64_t cur_step) {
   return p.t_min + (p.t_max - p.t_min) * (static_cast<float>(cur_step) / static_cast<float>(p.max_steps));
 }
 
-EbRow eb_row(const float* row, int64_t n_vocab, float temp_inv, float u) {
-  EbRow r;
-  float m = -INFINITY;
+void eb_rows(const float* const* rows, int k, int64_t n_vocab, float temp_inv, const float* u, EbRow* out,
+             Isa isa) {
+  if (k < 1 || k > kEbRowsAtOnce) throw Error("eb_rows: " + std::to_string(k) + " rows at once");
+  const bool avx512 = vector_isa(isa) == Isa::kAvx512Vnni;
+  // Each row's float operations are eb_row's, in its order; the rows' serial sums (max, Z, the
+  // cumulative sum, H) are interleaved so that their adds' latencies overlap.
+  float m[kEbRowsAtOnce], Z[kEbRowsAtOnce], target[kEbRowsAtOnce], cum[kEbRowsAtOnce], H[kEbRowsAtOnce];
+  for (int r = 0; r < k; ++r) {
+    m[r] = -INFINITY;
+    out[r] = EbRow{};
+  }
   for (int64_t v = 0; v < n_vocab; ++v) {
-    const float z = row[v] * temp_inv;
-    if (z > m) {
-      m = z;
-      r.argmax = static_cast<int32_t>(v);
+    for (int r = 0; r < k; ++r) {
+      const float z = rows[r][v] * temp_inv;
+      if (z > m[r]) {
+        m[r] = z;
+        out[r].argmax = static_cast<int32_t>(v);
+      }
     }
   }
   // e_v = exp(z_v - m) once per id (the PR computes it twice), Z summed in id order in float as there.
-  thread_local std::vector<float> e;
-  e.resize(static_cast<size_t>(n_vocab));
-  float Z = 0.0f;
-  for (int64_t v = 0; v < n_vocab; ++v) Z += e[v] = std::exp(row[v] * temp_inv - m);
-  const float target = u * Z;
-  float cum = 0.0f;
-  r.sampled = static_cast<int32_t>(n_vocab - 1);
-  for (int64_t v = 0; v < n_vocab; ++v) {
-    cum += e[v];
-    if (cum >= target) {
-      r.sampled = static_cast<int32_t>(v);
-      break;
+  thread_local std::vector<float> e, t;
+  e.resize(static_cast<size_t>(k * n_vocab));
+  for (int r = 0; r < k; ++r) Z[r] = 0.0f;
+  // The vector passes go a chunk of ids at a time, so the sums read their values from L1.
+  constexpr int64_t kChunk = 2048;
+  if (avx512) {
+    for (int64_t c0 = 0; c0 < n_vocab; c0 += kChunk) {
+      const int64_t c1 = std::min(n_vocab, c0 + kChunk);
+      for (int r = 0; r < k; ++r) eb_exp_avx512(rows[r] + c0, c1 - c0, temp_inv, m[r], &e[r * n_vocab + c0]);
+      for (int64_t v = c0; v < c1; ++v)
+        for (int r = 0; r < k; ++r) Z[r] += e[r * n_vocab + v];
+    }
+  } else {
+    for (int64_t v = 0; v < n_vocab; ++v) {
+      for (int r = 0; r < k; ++r) Z[r] += e[r * n_vocab + v] = std::exp(rows[r][v] * temp_inv - m[r]);
     }
   }
+  int active = 0;
+  for (int r = 0; r < k; ++r) {
+    target[r] = u[r] * Z[r];
+    cum[r] = 0.0f;
+    out[r].sampled = -1;
+    ++active;
+  }
+  for (int64_t v = 0; v < n_vocab && active > 0; ++v) {
+    for (int r = 0; r < k; ++r) {
+      if (out[r].sampled >= 0) continue;
+      cum[r] += e[r * n_vocab + v];
+      if (cum[r] >= target[r]) {
+        out[r].sampled = static_cast<int32_t>(v);
+        --active;
+      }
+    }
+  }
+  for (int r = 0; r < k; ++r)
+    if (out[r].sampled < 0) out[r].sampled = static_cast<int32_t>(n_vocab - 1);
   // H = -sum p log p in float, id by id, as the PR computes it (the recorded entropies are its float
   // rounding: an exact sum differs from them by about 1e-6).
-  float H = 0.0f;
-  for (int64_t v = 0; v < n_vocab; ++v) {
-    const float p = e[v] / Z;
-    if (p > 0.0f) H -= p * std::log(p);
+  for (int r = 0; r < k; ++r) H[r] = 0.0f;
+  if (avx512) {
+    // p overwrites e; t = p log p, a chunk per row.
+    t.resize(static_cast<size_t>(k * kChunk));
+    for (int64_t c0 = 0; c0 < n_vocab; c0 += kChunk) {
+      const int64_t c1 = std::min(n_vocab, c0 + kChunk);
+      for (int r = 0; r < k; ++r)
+        eb_plogp_avx512(&e[r * n_vocab + c0], c1 - c0, Z[r], &e[r * n_vocab + c0], &t[r * kChunk]);
+      for (int64_t v = c0; v < c1; ++v) {
+        for (int r = 0; r < k; ++r)
+          if (e[r * n_vocab + v] > 0.0f) H[r] -= t[r * kChunk + (v - c0)];
+      }
+    }
+  } else {
+    for (int64_t v = 0; v < n_vocab; ++v) {
+      for (int r = 0; r < k; ++r) {
+        const float p = e[r * n_vocab + v] / Z[r];
+        if (p > 0.0f) H[r] -= p * std::log(p);
+      }
+    }
   }
-  r.entropy = H;
+  for (int r = 0; r < k; ++r) out[r].entropy = H[r];
+}
+
+EbRow eb_row(const float* row, int64_t n_vocab, float temp_inv, float u, Isa isa) {
+  EbRow r;
+  eb_rows(&row, 1, n_vocab, temp_inv, &u, &r, isa);
   return r;
 }
 
@@ -123,6 +177,9 @@ EntropyBoundSequence::EntropyBoundSequence(std::span<const int32_t> prompt, cons
   if (!(p.entropy_bound >= 0.0f) || !(p.confidence >= 0.0f) || p.stability < 0)
     throw UsageError("the entropy bound, the confidence threshold and the stability count must be >= 0");
   if (prefix_.empty()) throw UsageError("the prompt is empty: DiffusionGemma needs at least one token");
+  if (!isa_supported(p.isa))
+    throw UsageError(std::string("the entropy-bound sampler's path ") + isa_name(p.isa) +
+                     " is not one this CPU runs");
   const auto C = static_cast<size_t>(p.canvas_length);
   logits_.resize(C * static_cast<size_t>(n_vocab));
   for (int64_t i = 0; i < p.canvas_length; ++i) rows_.push_back(0);
@@ -189,11 +246,17 @@ void EntropyBoundSequence::accept() {
   }
   const std::vector<int32_t> input = canvas_;
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < C; ++i) {
-    const EbRow r = eb_row(&logits_[static_cast<size_t>(i * V)], V, temp_inv, u_[i]);
-    argmax_[i] = r.argmax;
-    sampled_[i] = r.sampled;
-    entropy_[i] = r.entropy;
+  for (int64_t i0 = 0; i0 < C; i0 += kEbRowsAtOnce) {
+    const int k = static_cast<int>(std::min<int64_t>(kEbRowsAtOnce, C - i0));
+    const float* rows[kEbRowsAtOnce];
+    EbRow r[kEbRowsAtOnce];
+    for (int j = 0; j < k; ++j) rows[j] = &logits_[static_cast<size_t>((i0 + j) * V)];
+    eb_rows(rows, k, V, temp_inv, &u_[i0], r, p_.isa);
+    for (int j = 0; j < k; ++j) {
+      argmax_[i0 + j] = r[j].argmax;
+      sampled_[i0 + j] = r[j].sampled;
+      entropy_[i0 + j] = r[j].entropy;
+    }
   }
   const std::vector<char> accepted = eb_accept(entropy_, p_.entropy_bound);
   float entropy_sum = 0.0f;

@@ -27,6 +27,7 @@
 #include <span>
 #include <vector>
 
+#include "base/isa.h"
 #include "forward/pass.h"
 
 namespace dllm::diffusion {
@@ -42,6 +43,7 @@ struct EntropyBoundParams {
   float confidence = 0.005f;     ///< diffusion.eb_confidence_threshold
   uint32_t seed = 0;             ///< std::mt19937's seed (the PR's --seed)
   std::vector<int32_t> end_ids;  ///< the tokenizer's end-of-generation ids
+  Isa isa = best_isa();          ///< the path of eb_row's exp and log (must be one this CPU runs)
 };
 
 /// std::mt19937 with libstdc++'s distributions written out (so any standard library gives the PR's
@@ -67,7 +69,17 @@ struct EbRow {
   int32_t sampled = 0;
   float entropy = 0;
 };
-EbRow eb_row(const float* logits, int64_t n_vocab, float temp_inv, float u);
+/// `isa`: kScalar (and the AVX2 paths) call glibc's expf and logf per id, as the PR; the AVX-512 paths
+/// compute them 16 at a time in double, each rounded once to float (entropy_bound_simd.h), which gives
+/// the same floats except near a rounding boundary; the sums are the same on every path.
+EbRow eb_row(const float* logits, int64_t n_vocab, float temp_inv, float u, Isa isa = Isa::kScalar);
+/// Rows a call of eb_rows takes.
+constexpr int kEbRowsAtOnce = 4;
+/// eb_row of k rows (1 <= k <= kEbRowsAtOnce; rows[r], u[r] -> out[r]), bit-identical to k calls: each
+/// row's float sums run in the same order, the rows' interleaved so that their latencies overlap.
+/// Throws dllm::Error for another k.
+void eb_rows(const float* const* rows, int k, int64_t n_vocab, float temp_inv, const float* u, EbRow* out,
+             Isa isa = Isa::kScalar);
 
 /// Which positions a step accepts (diffusion.cpp 644-652): by ascending entropy (std::sort, as the
 /// PR), each while the cumulative entropy before it (a double) is <= bound.

@@ -617,6 +617,7 @@ class Sequence::EbState {
       : cb_(std::move(cb)), prompt_(prompt.begin(), prompt.end()) {
     EntropyBoundParams e = *p.entropy_bound;  // its max_tokens: the caller's (p's is whole canvases)
     e.end_ids = p.end_ids;
+    e.isa = p.isa;
     seq_ = std::make_unique<EntropyBoundSequence>(prompt, e, n_vocab,
                                                   p.n_vocab_draw > 0 ? p.n_vocab_draw : n_vocab,
                                                   [this](const EbStepInfo& s) { last_ = s.block; });

@@ -7,15 +7,21 @@
 //   - a whole run fed the recorded logits: the CLI's tokens, and the self-conditioning input it passed.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/isa.h"
 #include "diffusion/entropy_bound.h"
+#include "diffusion/entropy_bound_simd.h"
 #include "forward/pass.h"
 
 namespace dllm::diffusion {
@@ -99,7 +105,16 @@ std::vector<float> step_logits(int64_t step) {
   return v;
 }
 
-TEST(EntropyBound, EachStepOfTheRecordedLogitsIsTheClis) {
+// On each path (scalar: glibc's expf / logf as the PR; AVX-512: 16 at a time in double, rounded once):
+// the CLI's argmax, samples, accepted positions and next canvases exactly, its entropies within 1e-6.
+class EntropyBoundIsa : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU cannot run " << isa_name(GetParam());
+  }
+};
+
+TEST_P(EntropyBoundIsa, EachStepOfTheRecordedLogitsIsTheClis) {
   const auto steps = steps_of("defaults-seed1");
   const EntropyBoundParams p = params_of(tokens_of("defaults-seed1"), kCanvas);
   ASSERT_EQ(static_cast<int64_t>(steps.size()), p.max_steps);
@@ -111,7 +126,7 @@ TEST(EntropyBound, EachStepOfTheRecordedLogitsIsTheClis) {
     std::vector<int32_t> argmax, sampled;
     std::vector<float> entropy;
     for (int64_t i = 0; i < kCanvas; ++i) {
-      const EbRow r = eb_row(&logits[i * kVocab], kVocab, 1.0f / t, s["u"][i].get<float>());
+      const EbRow r = eb_row(&logits[i * kVocab], kVocab, 1.0f / t, s["u"][i].get<float>(), GetParam());
       argmax.push_back(r.argmax);
       sampled.push_back(r.sampled);
       entropy.push_back(r.entropy);
@@ -174,18 +189,71 @@ class RecordedForward final : public forward::Forward {
   std::vector<float> prev_;
 };
 
-TEST(EntropyBound, AWholeRunOnTheRecordedLogitsGivesTheClisTokens) {
+TEST_P(EntropyBoundIsa, AWholeRunOnTheRecordedLogitsGivesTheClisTokens) {
   const json t = tokens_of("defaults-seed1");
   const auto steps = steps_of("defaults-seed1");
   const auto prompt = t["prompt_ids"].get<std::vector<int32_t>>();
   RecordedForward fwd(steps, static_cast<int64_t>(prompt.size()));
-  const EbResult r = generate_entropy_bound(fwd, prompt, params_of(t, kCanvas), kVocab);
+  EntropyBoundParams p = params_of(t, kCanvas);
+  p.isa = GetParam();
+  const EbResult r = generate_entropy_bound(fwd, prompt, p, kVocab);
   EXPECT_EQ(fwd.k_, 16);
   ASSERT_EQ(r.argmax.size(), 1u);
   EXPECT_EQ(r.argmax[0], t["blocks"][0]["argmax_canvas"].get<std::vector<int32_t>>());
   EXPECT_EQ(r.cut[0], t["blocks"][0]["cut"].get<int64_t>());
   EXPECT_EQ(r.answer, t["response_ids"].get<std::vector<int32_t>>());
 }
+
+// The AVX-512 passes against glibc's expf and logf (what the scalar path and the PR call): within one
+// ulp everywhere, and the same float in all but a few of a million (each is computed in double and
+// rounded once, glibc's within 0.502 ulp of the exact value). The argument and p are the scalar path's
+// floats bit for bit; NaN logits give NaN.
+TEST(EntropyBoundAvx512, ExpAndLogAreGlibcsToTheUlp) {
+  if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU cannot run avx512vnni";
+  const int64_t n = 1 << 20;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> logit(-40.0f, 25.0f);
+  std::vector<float> row(n), e(n), p(n), t(n);
+  for (float& x : row) x = logit(rng);
+  row[5] = -INFINITY;
+  row[6] = -1e30f;
+  const float temp_inv = 1.0f / 0.7f, m = 25.0f * temp_inv;
+  eb_exp_avx512(row.data(), n, temp_inv, m, e.data());
+  float Z = 0.0f;
+  for (const float x : e) Z += x;
+  eb_plogp_avx512(e.data(), n, Z, p.data(), t.data());
+  auto ulps = [](float a, float b) {
+    return std::abs(std::bit_cast<int32_t>(a) - std::bit_cast<int32_t>(b));
+  };
+  int64_t exp_diff = 0, log_diff = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float want_e = std::exp(row[i] * temp_inv - m);
+    ASSERT_LE(ulps(e[i], want_e), 1) << "exp(" << row[i] * temp_inv - m << ") = " << e[i] << ", glibc "
+                                     << want_e;
+    exp_diff += e[i] != want_e;
+    const float want_p = e[i] / Z;
+    ASSERT_EQ(std::bit_cast<uint32_t>(p[i]), std::bit_cast<uint32_t>(want_p)) << "i " << i;
+    if (!(want_p > 0.0f)) continue;
+    const float want_l = std::log(want_p);
+    const float want_t = want_p * want_l;
+    ASSERT_LE(ulps(t[i], want_t), 1) << "p log p at p = " << want_p;
+    log_diff += t[i] != want_t;
+  }
+  EXPECT_EQ(e[5], 0.0f);
+  EXPECT_EQ(e[6], 0.0f);
+  EXPECT_LE(exp_diff, n / 1000) << "exp values differing from glibc's";
+  EXPECT_LE(log_diff, n / 1000) << "p log p values differing from the scalar path's";
+  std::printf("[figures] of %lld ids: exp differs from glibc's on %lld, p log p on %lld (by one ulp)\n",
+              static_cast<long long>(n), static_cast<long long>(exp_diff), static_cast<long long>(log_diff));
+  const float nan_row[3] = {0.0f, NAN, 1.0f};
+  float nan_e[3];
+  eb_exp_avx512(nan_row, 3, 1.0f, 1.0f, nan_e);
+  EXPECT_TRUE(std::isnan(nan_e[1]));
+  EXPECT_EQ(nan_e[2], 1.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, EntropyBoundIsa, ::testing::Values(Isa::kScalar, Isa::kAvx512Vnni),
+                         [](const ::testing::TestParamInfo<Isa>& info) { return isa_name(info.param); });
 
 TEST(EntropyBound, ScheduleWorkedByHand) {
   EntropyBoundParams p;
@@ -208,6 +276,29 @@ TEST(EntropyBound, ScheduleWorkedByHand) {
   EXPECT_EQ(eb_row(row, 2, 1.0f, 0.3f).sampled, 1);
   EXPECT_EQ(eb_row(row, 2, 1.0f, 0.3f).argmax, 1);
   EXPECT_NEAR(eb_row(row, 2, 1.0f, 0.3f).entropy, 0.5623351, 1e-6);
+  // Four rows in one eb_rows call, each stopping its cumulative sum at a different id (a third id of
+  // -inf, p = 0, added to the rows above): (0, ln 3) at u = 0.2 and 0.3 as above; reversed, (ln 3, 0)
+  // at u = 0.3, p = (3/4, 1/4): id 0 (3 >= 1.2), argmax 0; (-inf, 0, 0) at u = 0.6, p = (0, 1/2,
+  // 1/2): cumulative 0, 1, 2 against 1.2 picks id 2, argmax the first maximum (id 1), H = ln 2. The
+  // p = 0 terms are skipped.
+  const float a[3] = {0.0f, std::log(3.0f), -INFINITY}, b[3] = {std::log(3.0f), 0.0f, -INFINITY},
+              c[3] = {-INFINITY, 0.0f, 0.0f};
+  const float* rows[4] = {a, a, b, c};
+  const float us[4] = {0.2f, 0.3f, 0.3f, 0.6f};
+  EbRow got[4];
+  const int32_t want_sampled[4] = {0, 1, 0, 2}, want_argmax[4] = {1, 1, 0, 1};
+  const double want_h[4] = {0.5623351, 0.5623351, 0.5623351, 0.6931472};
+  for (const Isa isa : {Isa::kScalar, Isa::kAvx512Vnni}) {
+    if (!isa_supported(isa)) continue;
+    eb_rows(rows, 4, 3, 1.0f, us, got, isa);
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(got[r].sampled, want_sampled[r]) << isa_name(isa) << " row " << r;
+      EXPECT_EQ(got[r].argmax, want_argmax[r]) << isa_name(isa) << " row " << r;
+      EXPECT_NEAR(got[r].entropy, want_h[r], 1e-6) << isa_name(isa) << " row " << r;
+    }
+  }
+  EXPECT_THROW(eb_rows(rows, 0, 3, 1.0f, us, got), Error);
+  EXPECT_THROW(eb_rows(rows, kEbRowsAtOnce + 1, 3, 1.0f, us, got), Error);
   // The CLI's cut: the first end id, or the start of six repeats at stride 1 or 2.
   const std::vector<int32_t> end = {1};
   EXPECT_EQ(eb_trim(std::vector<int32_t>{5, 6, 1, 7}, end), 2);
