@@ -7,6 +7,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "diffusion/entropy_bound_simd.h"
+#include "diffusion/exp_avx512.h"
 
 namespace dllm::diffusion {
 
@@ -19,35 +20,11 @@ inline __mmask16 tail16(int64_t n) {
   return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
 }
 
-// exp(x) for x <= 0 in double: x = k ln2 + r, |r| <= ln2 / 2 (fdlibm's two-part ln 2), e^r by its
-// Taylor series to degree 13 (the next term is below 5e-18 of the result), 2^k from the exponent bits.
-// Below -708 the result is that of -708 (0 once rounded to float, as e^x is); NaN stays NaN.
+// exp(x) for x <= 0: exp_reduced (exp_avx512.h) of max(x, -708) (below, e^x rounds to 0 in float as
+// e^-708 does); NaN stays NaN.
 inline __m512d exp_pd(__m512d x) {
-  const __m512d lo = _mm512_set1_pd(-708.0);
   const __mmask8 nan = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
-  const __m512d xc = _mm512_max_pd(x, lo);
-  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(xc, _mm512_set1_pd(1.4426950408889634)), kRound);
-  __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93147180369123816490e-01), xc);
-  r = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.90821492927058770002e-10), r);
-  constexpr double kInvFact[14] = {1.0,
-                                   1.0,
-                                   1.0 / 2,
-                                   1.0 / 6,
-                                   1.0 / 24,
-                                   1.0 / 120,
-                                   1.0 / 720,
-                                   1.0 / 5040,
-                                   1.0 / 40320,
-                                   1.0 / 362880,
-                                   1.0 / 3628800,
-                                   1.0 / 39916800,
-                                   1.0 / 479001600,
-                                   1.0 / 6227020800};
-  __m512d p = _mm512_set1_pd(kInvFact[13]);
-  for (int i = 12; i >= 0; --i) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(kInvFact[i]));
-  const __m512i e = _mm512_slli_epi64(
-      _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(k)), _mm512_set1_epi64(1023)), 52);
-  return _mm512_mask_mov_pd(_mm512_mul_pd(p, _mm512_castsi512_pd(e)), nan, x);
+  return _mm512_mask_mov_pd(exp_reduced(_mm512_max_pd(x, _mm512_set1_pd(-708.0))), nan, x);
 }
 
 // log(x) for x > 0 in double: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m - 1) /
@@ -71,6 +48,15 @@ inline __m512d log_pd(__m512d x) {
   return _mm512_mask_mov_pd(r, special, _mm512_set1_pd(__builtin_nan("")));
 }
 
+// f of each of x's 16 lanes, computed in double and rounded once to float.
+template <class F>
+inline __m512 in_double(__m512 x, F f) {
+  const __m512d lo = f(_mm512_cvtps_pd(_mm512_castps512_ps256(x)));
+  const __m512d hi = f(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvt_roundpd_ps(lo, kRound)),
+                            _mm512_cvt_roundpd_ps(hi, kRound), 1);
+}
+
 }  // namespace
 
 void eb_exp_avx512(const float* row, int64_t n, float temp_inv, float m, float* e) {
@@ -80,12 +66,7 @@ void eb_exp_avx512(const float* row, int64_t n, float temp_inv, float m, float* 
     // row * temp_inv - m as two f32 roundings (the _round forms are never fused into an FMA).
     const __m512 x =
         _mm512_sub_round_ps(_mm512_mul_round_ps(_mm512_maskz_loadu_ps(k, row + i), t, kRound), vm, kRound);
-    const __m512d lo = exp_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(x)));
-    const __m512d hi =
-        exp_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))));
-    const __m512 y = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvt_roundpd_ps(lo, kRound)),
-                                        _mm512_cvt_roundpd_ps(hi, kRound), 1);
-    _mm512_mask_storeu_ps(e + i, k, y);
+    _mm512_mask_storeu_ps(e + i, k, in_double(x, exp_pd));
   }
 }
 
@@ -94,11 +75,7 @@ void eb_plogp_avx512(const float* e, int64_t n, float Z, float* p, float* t) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = tail16(n - i);
     const __m512 pv = _mm512_div_round_ps(_mm512_maskz_loadu_ps(k, e + i), z, kRound);
-    const __m512d lo = log_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(pv)));
-    const __m512d hi =
-        log_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pv), 1))));
-    const __m512 l = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvt_roundpd_ps(lo, kRound)),
-                                        _mm512_cvt_roundpd_ps(hi, kRound), 1);
+    const __m512 l = in_double(pv, log_pd);
     _mm512_mask_storeu_ps(p + i, k, pv);
     _mm512_mask_storeu_ps(t + i, k, _mm512_mul_round_ps(pv, l, kRound));
   }
