@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "diffusion/dream_passes.h"
+#include "diffusion/exp_reduction.h"
 
 namespace dllm::diffusion {
 
@@ -39,28 +40,14 @@ inline __m256d poly13(__m256d r, const double* c) {
 
 // exp(x) for x in [-708, 0]: x = k ln2 + r with |r| <= ln2 / 2 (fdlibm's two-part ln 2, one
 // rounding each through FMA), e^r by its Taylor series to degree 13 (the next term is below 5e-18
-// of the result), 2^k from exponent bits (k >= -1021: a normal number). The reduction of
-// row_sums_avx512.cpp on 4 lanes.
+// of the result), 2^k from exponent bits (k >= -1021: a normal number). exp_reduction.h's constants,
+// as exp_avx512.h on 8 lanes.
 inline __m256d exp_reduced(__m256d x) {
-  const __m256d k = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.4426950408889634)),
+  const __m256d k = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(kLog2e)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(6.93147180369123816490e-01), x);
-  r = _mm256_fnmadd_pd(k, _mm256_set1_pd(1.90821492927058770002e-10), r);
-  static constexpr double kInvFact[14] = {1.0,
-                                          1.0,
-                                          1.0 / 2,
-                                          1.0 / 6,
-                                          1.0 / 24,
-                                          1.0 / 120,
-                                          1.0 / 720,
-                                          1.0 / 5040,
-                                          1.0 / 40320,
-                                          1.0 / 362880,
-                                          1.0 / 3628800,
-                                          1.0 / 39916800,
-                                          1.0 / 479001600,
-                                          1.0 / 6227020800};
-  const __m256d p = poly13(r, kInvFact);
+  __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(kLn2Hi), x);
+  r = _mm256_fnmadd_pd(k, _mm256_set1_pd(kLn2Lo), r);
+  const __m256d p = poly13(r, kExpInvFact);
   const __m256i e = _mm256_slli_epi64(
       _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k)), _mm256_set1_epi64x(1023)), 52);
   return _mm256_mul_pd(p, _mm256_castsi256_pd(e));
