@@ -417,15 +417,15 @@ struct CpuForward::Impl final : model::DeviceOps {
       // released); else the file's super-blocks over [j0, j1), Q6_K (Q4_K_M files) by the row
       // kernels' decoder.
       if (tied_head && output->decode_row(id, j0, j1, dst)) return;
-      const int64_t sb0 = j0 / quant::kQK_K, sb1 = (j1 + quant::kQK_K - 1) / quant::kQK_K;
       thread_local std::vector<float> blocks;
-      blocks.resize(static_cast<size_t>((sb1 - sb0) * quant::kQK_K));
       if (e.type != gguf::GgmlType::Q6_K) {
         blocks.resize(static_cast<size_t>(d));
         model.dequantize_row(e, id, blocks.data());
         std::copy(blocks.begin() + j0, blocks.begin() + j1, dst);
         return;
       }
+      const int64_t sb0 = j0 / quant::kQK_K, sb1 = (j1 + quant::kQK_K - 1) / quant::kQK_K;
+      blocks.resize(static_cast<size_t>((sb1 - sb0) * quant::kQK_K));
       const auto* row = reinterpret_cast<const quant::block_q6_K*>(model.data(e) +
                                                                    static_cast<uint64_t>(id) * e.row_bytes());
       rk->dequantize_q6_K(row + sb0, blocks.data(), (sb1 - sb0) * quant::kQK_K);

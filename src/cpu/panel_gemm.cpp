@@ -19,7 +19,8 @@ namespace dllm::cpu {
 void panel_gemm(Isa isa, const PanelGemm& g, int n_threads) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
   const PanelGemmKernels& kn = panel_gemm_kernels(isa);
-  const int64_t mr = kn.mr, nr = kn.nr, threads = std::max(1, n_threads);
+  const int threads = std::max(1, n_threads);
+  const int64_t mr = kn.mr, nr = kn.nr;
   const int64_t n_blocks = (g.m + mr - 1) / mr;
   // Column blocks: the fewest per thread that keep each within kBlockCols, as even as whole strips
   // allow.
@@ -28,7 +29,7 @@ void panel_gemm(Isa isa, const PanelGemm& g, int n_threads) {
   const int64_t width = ((g.n + want - 1) / want + nr - 1) / nr * nr;
   const int64_t n_cblocks = (g.n + width - 1) / width;
   const int64_t strip_ld = kPanelIds * nr;  // floats per strip of a panel
-#pragma omp parallel num_threads(static_cast <int>(threads))
+#pragma omp parallel num_threads(threads)
   {
     std::vector<float> row(static_cast<size_t>(width));
     std::vector<float> bp(static_cast<size_t>(width / nr * strip_ld));
@@ -50,7 +51,9 @@ void panel_gemm(Isa isa, const PanelGemm& g, int n_threads) {
         // padded with zero rows when m is not a multiple of mr.
         const float* a = g.a + ids[0];
         int64_t lda = g.lda;
-        if (ids[kc - 1] - ids[0] != kc - 1) {
+        bool consecutive = true;
+        for (int64_t p = 1; p < kc && consecutive; ++p) consecutive = ids[p] == ids[0] + p;
+        if (!consecutive) {
           gathered.resize(static_cast<size_t>(g.m * kPanelIds));
           for (int64_t i = 0; i < g.m; ++i)
             for (int64_t p = 0; p < kc; ++p) gathered[i * kPanelIds + p] = g.a[i * g.lda + ids[p]];

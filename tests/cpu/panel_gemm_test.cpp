@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/isa.h"
@@ -32,7 +33,8 @@ double f16(float x) {
 
 struct Case {
   int64_t m, n, n_vocab;
-  int skip_every;  ///< ids v with v % skip_every == 1 are not summed (0: none skipped)
+  int skip_every;        ///< ids v with v % skip_every == 1 are not summed (0: none skipped)
+  bool swapped = false;  ///< ids 4i + 1 and 4i + 2 summed in swapped order (a panel's ends stay put)
 };
 
 class PanelGemmIsa : public ::testing::TestWithParam<Isa> {
@@ -60,6 +62,8 @@ class PanelGemmIsa : public ::testing::TestWithParam<Isa> {
     std::vector<int32_t> ids;
     for (int32_t v = 0; v < V; ++v)
       if (cs.skip_every == 0 || v % cs.skip_every != 1) ids.push_back(v);
+    if (cs.swapped)
+      for (size_t i = 0; i + 2 < ids.size(); i += 4) std::swap(ids[i + 1], ids[i + 2]);
 
     PanelGemm g;
     g.a = a.data();
@@ -105,11 +109,13 @@ class PanelGemmIsa : public ::testing::TestWithParam<Isa> {
 TEST_P(PanelGemmIsa, MatchesF64FormulaOnOddShapes) {
   const PanelGemmKernels& kn = panel_gemm_kernels(GetParam());
   // m: below one tile, one tile plus a few rows; n: below one strip, strips plus a tail, more column
-  // blocks than threads; ids: one partial panel, several panels consecutive (A read in place) and
-  // with every 7th id skipped (A gathered).
+  // blocks than threads; ids: one partial panel, several panels consecutive (A read in place), with
+  // every 7th id skipped, and not in increasing order though each panel spans as many ids as it holds
+  // (A gathered in both).
   for (const Case& cs :
        {Case{1, 1, 5, 0}, Case{kn.mr - 1, kn.nr + 3, 40, 3}, Case{2 * kn.mr + 3, 3 * kn.nr + 5, 700, 7},
-        Case{37, 2 * kn.nr, 3 * 256 + 11, 0}, Case{kn.mr + 1, 2 * kBlockCols + 40, 300, 0}}) {
+        Case{37, 2 * kn.nr, 3 * 256 + 11, 0}, Case{kn.mr + 1, 2 * kBlockCols + 40, 300, 0},
+        Case{kn.mr, kn.nr + 7, 2 * 256 + 9, 0, true}}) {
     SCOPED_TRACE("m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) +
                  " V=" + std::to_string(cs.n_vocab));
     run_and_check(cs, 2, 11);
