@@ -5,8 +5,9 @@
 //
 // 1. Peak: a loop of independent vfmadd231ps (zmm, or ymm without AVX-512; inline asm, 12 accumulators)
 //    on the calling thread, median of 7, in multiply-adds per second of thread CPU time.
-// 2. BM_panel_gemm/<path>/<threads>/<decode>: decode 0 copies B's rows from an f32 table (the GEMM
-//    alone), decode 1 dequantizes them from Q6_K (token_embd's type in the Q4_K_M files, through
+// 2. BM_panel_gemm/<path>/<threads>/<decode>: path 4 is amx (AMX-BF16 tiles, run where
+//    amx_bf16_supported()), 3 avx512vnni, 1 avx2, 0 scalar; decode 0 copies B's rows from an f32 table (the
+//    GEMM alone), decode 1 dequantizes them from Q6_K (token_embd's type in the Q4_K_M files, through
 //    quant::dequantize_row as the forward pass does). BM_dequant_q6k: the dequantization alone, one
 //    thread. Counters: GFMA = m n k / wall time / 1e9; GFMA_cpu per CPU second summed over the threads;
 //    peak_frac_cpu = GFMA_cpu / peak (GFMA_cpu is already a per-thread rate).
@@ -100,7 +101,7 @@ void BM_panel_gemm(benchmark::State& st) {
   const auto isa = static_cast<Isa>(st.range(0));
   const int threads = static_cast<int>(st.range(1));
   const bool q6 = st.range(2) != 0;
-  if (!dllm::isa_supported(isa)) {
+  if (!dllm::isa_supported(isa) || (isa == Isa::kAmx && !dllm::amx_bf16_supported())) {
     st.SkipWithError("path not supported here");
     return;
   }
@@ -151,7 +152,7 @@ void BM_dequant_q6k(benchmark::State& st) {
 }
 
 void paths(benchmark::internal::Benchmark* b) {
-  for (const Isa isa : {Isa::kAvx512Vnni, Isa::kAvx2, Isa::kScalar})
+  for (const Isa isa : {Isa::kAmx, Isa::kAvx512Vnni, Isa::kAvx2, Isa::kScalar})
     for (const int threads : {1, 2})
       for (const int q6 : {0, 1}) {
         if (isa == Isa::kScalar && (threads == 2 || q6)) continue;  // the reference, once

@@ -68,8 +68,9 @@ CpuFeatures detect() {
   f.avx2 = (ebx7 >> 5) & 1;
   f.amx_tile = (edx7 >> 24) & 1;
   f.amx_int8 = (edx7 >> 25) & 1;
+  f.amx_bf16 = (edx7 >> 22) & 1;
   f.os_tile_state = (xcr0 & 0x60000) == 0x60000;  // XTILECFG (bit 17), XTILEDATA (bit 18)
-  if (f.amx_tile && f.amx_int8 && f.os_tile_state) {
+  if (f.amx_tile && (f.amx_int8 || f.amx_bf16) && f.os_tile_state) {
     f.amx_permission_errno = request_tile_permission();
     f.amx_permitted = f.amx_permission_errno == 0;
   }
@@ -195,6 +196,11 @@ bool isa_supported(Isa isa) {
   return missing_features(isa).empty();
 }
 
+bool amx_bf16_supported() {
+  const CpuFeatures& f = cpu_features();
+  return f.amx_tile && f.amx_bf16 && f.os_tile_state && f.amx_permitted && isa_supported(Isa::kAvx512Vnni);
+}
+
 Isa best_isa() {
   for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2}) {
     if (isa_supported(isa)) return isa;
@@ -243,10 +249,13 @@ Isa choose_isa(std::string_view requested) {
 }
 
 std::string amx_status(Isa chosen) {
-  if (chosen == Isa::kAmx) return "running";
+  const std::string bf16 = (chosen == Isa::kAvx512Vnni || chosen == Isa::kAmx) && amx_bf16_supported()
+                               ? "; bf16 tiles run the f16 self-conditioning product"
+                               : "";
+  if (chosen == Isa::kAmx) return "running" + bf16;
   const std::string why = amx_unavailable_reason();
-  if (why.empty()) return "supported, not chosen (--isa amx runs it)";
-  return "unavailable: " + why;
+  if (why.empty()) return "supported, not chosen (--isa amx runs it)" + bf16;
+  return "unavailable: " + why + bf16;
 }
 
 std::string describe_isa(Isa chosen) {

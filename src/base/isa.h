@@ -38,10 +38,11 @@ struct CpuFeatures {
   bool avx512vnni = false;     ///< leaf 7.0 ECX bit 11
   bool amx_tile = false;       ///< leaf 7.0 EDX bit 24 (CPU only; the OS part is below)
   bool amx_int8 = false;       ///< leaf 7.0 EDX bit 25
+  bool amx_bf16 = false;       ///< leaf 7.0 EDX bit 22
   bool os_tile_state = false;  ///< XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA): the OS saves tile state
   /// arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) succeeded (Linux asks each process to
   /// request the 8 KB tile state before its first tile instruction; Documentation/arch/x86/xstate.rst).
-  /// Requested once, by the detection, only when the three flags above hold.
+  /// Requested once, by the detection, only when amx_tile, os_tile_state and amx_int8 or amx_bf16 hold.
   bool amx_permitted = false;
   int amx_permission_errno = 0;  ///< the request's errno when it failed, else 0
 };
@@ -51,6 +52,10 @@ const CpuFeatures& cpu_features();
 
 /// True when this CPU and OS can run the kernel path `isa` (kScalar always).
 bool isa_supported(Isa isa);
+
+/// True when this CPU and OS can run AMX-BF16 tiles (tdpbf16ps) beside the AVX-512 path: amx_tile,
+/// amx_bf16, the OS's tile state and permission, and what kAvx512Vnni needs.
+bool amx_bf16_supported();
 
 /// Why this machine cannot run kAmx, e.g. "cpu lacks amx_tile amx_int8", "OS does not enable tile
 /// state (XCR0 bits 17-18)", "OS did not grant XTILEDATA: Operation not permitted", or what kAvx512Vnni
@@ -79,7 +84,9 @@ Isa choose_isa(std::string_view requested = "");
 std::string describe_isa(Isa chosen);
 
 /// The same AMX part alone, for --json: "running", "supported, not chosen (--isa amx runs it)" or
-/// "unavailable: <amx_unavailable_reason()>".
+/// "unavailable: <amx_unavailable_reason()>"; where `chosen` is an AVX-512 path and
+/// amx_bf16_supported(), followed by "; bf16 tiles run the f16 self-conditioning product" (the panel
+/// GEMM's choice, cpu/panel_gemm.h panel_gemm_isa).
 std::string amx_status(Isa chosen);
 
 }  // namespace dllm

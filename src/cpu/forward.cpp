@@ -440,7 +440,7 @@ struct CpuForward::Impl final : model::DeviceOps {
                       .b_row = b_row,
                       .c = normed.row(0),
                       .ldc = d};
-    panel_gemm(isa, g, n_threads);
+    panel_gemm(panel_gemm_isa(isa), g, n_threads);
     ps.reset();  // the MLP below times itself (gemm gate/up, gemm down)
     const std::vector<float>& pre_norm = model.self_cond().pre_norm;
 #pragma omp parallel for schedule(static) num_threads(n_threads)

@@ -16,8 +16,13 @@
 
 namespace dllm::cpu {
 
+Isa panel_gemm_isa(Isa isa) {
+  return (isa == Isa::kAvx512Vnni || isa == Isa::kAmx) && amx_bf16_supported() ? Isa::kAmx : isa;
+}
+
 void panel_gemm(Isa isa, const PanelGemm& g, int n_threads) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
+  if (isa == Isa::kAmx && amx_bf16_supported()) return simd::panel_gemm_amx_bf16(g, n_threads);
   const PanelGemmKernels& kn = panel_gemm_kernels(isa);
   const int threads = std::max(1, n_threads);
   const int64_t mr = kn.mr, nr = kn.nr;

@@ -38,7 +38,14 @@ struct PanelGemm {
 /// bit for bit for any n_threads (it differs between ISA paths by f32 rounding only). Each block runs
 /// over all the ids with its C rows in the thread's L2, decoding its columns of B kPanelIds rows at a
 /// time. Needs m, n, k >= 0; allocates per thread about kPanelIds x (kBlockCols + m) floats.
+/// isa kAmx runs AMX-BF16 tiles (simd::panel_gemm_amx_bf16: the same sums within the bound of 4 k + 1
+/// f32 terms) where amx_bf16_supported(), else the AVX-512 path.
 void panel_gemm(Isa isa, const PanelGemm& g, int n_threads);
+
+/// The path the forward pass runs this product on for the kernels' path `isa`: kAmx (AMX-BF16 tiles)
+/// wherever amx_bf16_supported() and `isa` is kAvx512Vnni or kAmx, since the tiles are faster there
+/// (docs/kernels.md, "the panel GEMM on AMX-BF16 tiles"); `isa` otherwise.
+Isa panel_gemm_isa(Isa isa);
 
 /// Ids per decoded panel of B: a strip of kPanelIds x nr floats (32 KB on the AVX-512 path) stays in
 /// L1 while every row block of A passes over it.

@@ -149,6 +149,11 @@ TEST(Dispatch, AmxFlagsAgreeWithProcCpuinfo) {
   const CpuFeatures& f = cpu_features();
   if (flags.count("amx_tile")) EXPECT_TRUE(f.amx_tile);
   if (flags.count("amx_int8")) EXPECT_TRUE(f.amx_int8);
+  if (flags.count("amx_bf16")) EXPECT_TRUE(f.amx_bf16);
+  if (amx_bf16_supported()) {
+    EXPECT_TRUE(flags.count("amx_tile") && flags.count("amx_bf16"));
+    EXPECT_TRUE(f.os_tile_state && f.amx_permitted);
+  }
   if (isa_supported(Isa::kAmx)) {
     EXPECT_TRUE(flags.count("amx_tile") && flags.count("amx_int8"));
     EXPECT_TRUE(f.os_tile_state && f.amx_permitted);
@@ -158,7 +163,7 @@ TEST(Dispatch, AmxFlagsAgreeWithProcCpuinfo) {
     EXPECT_NE(amx_unavailable_reason(), "");
   }
   // The permission is asked for only where the CPU and OS have the tile state.
-  if (!(f.amx_tile && f.amx_int8 && f.os_tile_state)) {
+  if (!(f.amx_tile && (f.amx_int8 || f.amx_bf16) && f.os_tile_state)) {
     EXPECT_FALSE(f.amx_permitted);
     EXPECT_EQ(f.amx_permission_errno, 0);
   }

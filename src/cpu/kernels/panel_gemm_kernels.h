@@ -32,10 +32,16 @@ struct PanelGemmKernels {
 /// F16C).
 const PanelGemmKernels& panel_gemm_kernels(Isa isa);
 
+struct PanelGemm;
+
 namespace simd {
 // Per-ISA sets (panel_gemm_avx2.cpp, panel_gemm_avx512.cpp).
 const PanelGemmKernels& panel_gemm_kernels_avx2();
 const PanelGemmKernels& panel_gemm_kernels_avx512();
+/// The whole of panel_gemm on AMX-BF16 tiles (panel_gemm_amx.cpp): each operand split exactly into two
+/// bf16 parts, four exact products per id summed in f32 (so within the bound of a sum of 4 k + 1
+/// terms). Run only where amx_bf16_supported() (base/isa.h).
+void panel_gemm_amx_bf16(const PanelGemm& g, int n_threads);
 }  // namespace simd
 
 }  // namespace dllm::cpu
