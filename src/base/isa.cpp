@@ -249,18 +249,19 @@ Isa choose_isa(std::string_view requested) {
 }
 
 std::string amx_status(Isa chosen) {
-  const std::string bf16 = (chosen == Isa::kAvx512Vnni || chosen == Isa::kAmx) && amx_bf16_supported()
-                               ? "; bf16 tiles run the f16 self-conditioning product"
-                               : "";
-  if (chosen == Isa::kAmx) return "running" + bf16;
+  if (chosen == Isa::kAmx) return "running";
   const std::string why = amx_unavailable_reason();
-  if (why.empty()) return "supported, not chosen (--isa amx runs it)" + bf16;
-  return "unavailable: " + why + bf16;
+  if (why.empty()) return "supported, not chosen (--isa amx runs it)";
+  return "unavailable: " + why;
 }
 
 std::string describe_isa(Isa chosen) {
+  // The panel GEMM's own choice (cpu/panel_gemm.h panel_gemm_isa), said here so --verbose shows it.
+  const std::string bf16 = (chosen == Isa::kAvx512Vnni || chosen == Isa::kAmx) && amx_bf16_supported()
+                               ? "; amx-bf16: runs the f16 self-conditioning product"
+                               : "";
   return std::string("cpu: ") + isa_name(chosen) + " (supported: " + supported_list() +
-         "; amx: " + amx_status(chosen) + ")";
+         "; amx: " + amx_status(chosen) + bf16 + ")";
 }
 
 }  // namespace dllm

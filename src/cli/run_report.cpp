@@ -30,7 +30,7 @@ std::string report_json(const RunReport& r) {
   j["device"] = r.device;
   j["isa"] = r.isa;
   // Why the AMX tile path did or did not run (auto never picks it; base/isa.h).
-  if (r.device == "cpu") j["amx"] = amx_status(parse_isa(r.isa));
+  if (r.device == "cpu") j["amx"] = amx_status(r.isa == "amx" ? Isa::kAmx : Isa::kScalar);
   j["threads"] = r.threads;
   j["seed"] = r.seed;
   j["sampler"] = r.sampler;
