@@ -608,14 +608,26 @@ struct CpuForward::Impl final : model::DeviceOps {
       if (sg.kv != nullptr) store_kv(il, sg);
     const Profile::Scope ps(prof, Phase::kAttention);
     const int64_t window = plan.layer(il).window;
-    const auto n_items = static_cast<int64_t>(p.segs.size()) * c.n_head;
+    // Work items: the query heads of one (segment, K/V head) read the same keys, so an item runs
+    // several of them and the kernel lays the keys out once (AttentionHead::keys_in_scratch). A
+    // group is cut into as many items as it takes to give every thread one, at most one per head.
+    const int64_t n_kv_head = plan.layer(il).n_head_kv, group = c.n_head / n_kv_head;
+    const auto n_groups = static_cast<int64_t>(p.segs.size()) * n_kv_head;
+    const int64_t parts = std::clamp<int64_t>(n_threads / n_groups, 1, group);
+    const int64_t per_item = (group + parts - 1) / parts, items_per_group = (group + per_item - 1) / per_item;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
-    for (int64_t item = 0; item < n_items; ++item) {
-      const size_t seg = static_cast<size_t>(item / c.n_head);
-      AttentionHead a = attention_head(il, p.segs[seg], item % c.n_head);
-      a.ranges = p.key_ranges(window, seg);
-      a.scratch = att_scratch.data() + static_cast<size_t>(omp_get_thread_num()) * att_scratch_stride;
-      rk->attention_head(a);
+    for (int64_t item = 0; item < n_groups * items_per_group; ++item) {
+      const int64_t grp = item / items_per_group, part = item % items_per_group;
+      const size_t seg = static_cast<size_t>(grp / n_kv_head);
+      const int64_t h0 = grp % n_kv_head * group + part * per_item;
+      const int64_t h1 = std::min(h0 + per_item, (grp % n_kv_head + 1) * group);
+      for (int64_t h = h0; h < h1; ++h) {
+        AttentionHead a = attention_head(il, p.segs[seg], h);
+        a.ranges = p.key_ranges(window, seg);
+        a.scratch = att_scratch.data() + static_cast<size_t>(omp_get_thread_num()) * att_scratch_stride;
+        a.keys_in_scratch = h > h0;
+        rk->attention_head(a);
+      }
     }
   }
 

@@ -438,6 +438,46 @@ TEST_P(RowKernelsIsa, MaskedRowsDoNotDependOnTheirTile) {
   }
 }
 
+TEST_P(RowKernelsIsa, QueryHeadsOfAGroupReuseTheKeysWithTheSameBits) {
+  // GQA: a second query head over the same keys (masked and not) with keys_in_scratch, after the
+  // first on the same scratch, gives the bits of a call on a fresh scratch; a call on another
+  // group's keys in between would not share them (the forward pass sets the flag per group).
+  for (const MaskCase& m : {kMaskCases[0], kMaskCases[4], MaskCase{{20, 141, 128, 512, 3.0f}, {}, 0}}) {
+    const HeadCase& c = m.head;
+    const std::vector<forward::KeyRange> ranges = mask_ranges(m);
+    const bool masked = m.rule.kind != forward::MaskRule::Kind::kFull;
+    const auto q1 = random_vector(c.n_q * c.hd, 51, c.qk_scale),
+               q2 = random_vector(c.n_q * c.hd, 52, c.qk_scale);
+    const auto kk = random_vector(c.n_kv * c.kv_stride, 53, c.qk_scale);
+    const auto v = random_vector(c.n_kv * c.kv_stride, 54);
+    auto head = [&](const std::vector<float>& q, float* out, float* scratch, bool reuse) {
+      AttentionHead a;
+      a.q = q.data();
+      a.q_stride = c.hd;
+      a.n_q = c.n_q;
+      a.k = kk.data();
+      a.v = v.data();
+      a.kv_stride = c.kv_stride;
+      a.n_kv = c.n_kv;
+      a.ranges = masked ? ranges.data() : nullptr;
+      a.head_dim = c.hd;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+      a.out = out;
+      a.out_stride = c.hd;
+      a.scratch = scratch;
+      a.keys_in_scratch = reuse;
+      k().attention_head(a);
+    };
+    std::vector<float> fresh(c.n_q * c.hd), first(c.n_q * c.hd), second(c.n_q * c.hd);
+    std::vector<float> s1(attention_scratch_floats(c.hd, c.n_kv)), s2(s1.size());
+    head(q2, fresh.data(), s1.data(), false);
+    head(q1, first.data(), s2.data(), false);
+    head(q2, second.data(), s2.data(), true);
+    EXPECT_EQ(std::memcmp(fresh.data(), second.data(), fresh.size() * sizeof(float)), 0)
+        << forward::describe(m.rule) << " n_kv " << c.n_kv;
+  }
+}
+
 TEST(RowKernels, AttentionBoundHasTeeth) {
   // The bound of AttentionHeadMatchesF64 is not loose: a score scale off by 1e-3 (relative) fails it.
   // (qk scale 3: scores up to ~30, so the skew moves them by ~0.03, the bound allows ~1e-3.)

@@ -37,6 +37,10 @@ struct AttentionHead {
   float* out = nullptr;
   int64_t out_stride = 0;
   float* scratch = nullptr;
+  /// The scratch already holds this call's keys as the SIMD paths lay them out: the previous call
+  /// with this scratch had the same k, kv_stride, n_kv, ranges and head_dim (another query head of
+  /// the same GQA group), so its key transpose is reused. Ignored where nothing is kept.
+  bool keys_in_scratch = false;
 };
 
 /// Floats of scratch one attention_head call needs for up to max_kv keys (any path).

@@ -343,14 +343,14 @@ void attention_head(const AttentionHead& a) {
   // Keys lo .. hi transposed, 16 at a time: each d writes one 64-byte line of kt (key-major order would
   // touch head_dim lines per key, more than L1 holds at 141 keys). Column c of kt is key lo + c.
   const float* k0 = a.k + lo * a.kv_stride;
-  for (int64_t j0 = 0; j0 < nk; j0 += 16) {
+  for (int64_t j0 = 0; j0 < nk && !a.keys_in_scratch; j0 += 16) {
     const int64_t jn = std::min<int64_t>(16, nk - j0);
     for (int64_t d = 0; d < hd; ++d) {
       float* dst = kt + d * nkp + j0;
       for (int64_t jj = 0; jj < jn; ++jj) dst[jj] = k0[(j0 + jj) * a.kv_stride + d];
     }
   }
-  for (int64_t d = 0; d < hd; ++d) {
+  for (int64_t d = 0; d < hd && !a.keys_in_scratch; ++d) {
     for (int64_t j = nk; j < nkp; ++j) kt[d * nkp + j] = 0.0f;
   }
   for (int64_t t0 = 0; t0 < a.n_q; t0 += QT) {
