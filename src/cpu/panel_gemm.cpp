@@ -16,6 +16,27 @@
 
 namespace dllm::cpu {
 
+int64_t panel_block_width(int64_t n, int threads, int64_t granule) {
+  const int64_t per_thread = (n + threads * kBlockCols - 1) / (threads * kBlockCols);
+  const int64_t want = threads * per_thread;
+  return ((n + want - 1) / want + granule - 1) / granule * granule;
+}
+
+const float* panel_a_rows(const PanelGemm& g, const int32_t* ids, int64_t kc, int64_t ld,
+                          std::vector<float>& gathered, int64_t& lda) {
+  bool consecutive = true;
+  for (int64_t p = 1; p < kc && consecutive; ++p) consecutive = ids[p] == ids[0] + p;
+  if (consecutive) {
+    lda = g.lda;
+    return g.a + ids[0];
+  }
+  gathered.resize(static_cast<size_t>(g.m * ld));
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t p = 0; p < kc; ++p) gathered[i * ld + p] = g.a[i * g.lda + ids[p]];
+  lda = ld;
+  return gathered.data();
+}
+
 Isa panel_gemm_isa(Isa isa) {
   return (isa == Isa::kAvx512Vnni || isa == Isa::kAmx) && amx_bf16_supported() ? Isa::kAmx : isa;
 }
@@ -27,11 +48,7 @@ void panel_gemm(Isa isa, const PanelGemm& g, int n_threads) {
   const int threads = std::max(1, n_threads);
   const int64_t mr = kn.mr, nr = kn.nr;
   const int64_t n_blocks = (g.m + mr - 1) / mr;
-  // Column blocks: the fewest per thread that keep each within kBlockCols, as even as whole strips
-  // allow.
-  const int64_t per_thread = (g.n + threads * kBlockCols - 1) / (threads * kBlockCols);
-  const int64_t want = threads * per_thread;
-  const int64_t width = ((g.n + want - 1) / want + nr - 1) / nr * nr;
+  const int64_t width = panel_block_width(g.n, threads, nr);  // whole strips
   const int64_t n_cblocks = (g.n + width - 1) / width;
   const int64_t strip_ld = kPanelIds * nr;  // floats per strip of a panel
 #pragma omp parallel num_threads(threads)
@@ -54,17 +71,8 @@ void panel_gemm(Isa isa, const PanelGemm& g, int n_threads) {
         }
         // A's rows for this panel: in place (ids consecutive) or gathered, then the last row block
         // padded with zero rows when m is not a multiple of mr.
-        const float* a = g.a + ids[0];
-        int64_t lda = g.lda;
-        bool consecutive = true;
-        for (int64_t p = 1; p < kc && consecutive; ++p) consecutive = ids[p] == ids[0] + p;
-        if (!consecutive) {
-          gathered.resize(static_cast<size_t>(g.m * kPanelIds));
-          for (int64_t i = 0; i < g.m; ++i)
-            for (int64_t p = 0; p < kc; ++p) gathered[i * kPanelIds + p] = g.a[i * g.lda + ids[p]];
-          a = gathered.data();
-          lda = kPanelIds;
-        }
+        int64_t lda = 0;
+        const float* a = panel_a_rows(g, ids, kc, kPanelIds, gathered, lda);
         const int64_t last_rows = g.m - (n_blocks - 1) * mr;
         if (last_rows < mr) {
           std::fill(a_edge.begin(), a_edge.end(), 0.0f);

@@ -99,17 +99,8 @@ struct Block {
 
   /// A's entries for ids[0..kc) into ahh, all; ids up to kcp as 0.
   void split_a(const int32_t* ids, int64_t kc, int64_t kcp) {
-    const float* a = g.a + ids[0];
-    int64_t lda = g.lda;
-    bool consecutive = true;
-    for (int64_t p = 1; p < kc && consecutive; ++p) consecutive = ids[p] == ids[0] + p;
-    if (!consecutive) {
-      gathered.resize(static_cast<size_t>(g.m * kAmxPanelIds));
-      for (int64_t i = 0; i < g.m; ++i)
-        for (int64_t p = 0; p < kc; ++p) gathered[i * kAmxPanelIds + p] = g.a[i * g.lda + ids[p]];
-      a = gathered.data();
-      lda = kAmxPanelIds;
-    }
+    int64_t lda = 0;
+    const float* a = panel_a_rows(g, ids, kc, kAmxPanelIds, gathered, lda);
     for (int64_t i = 0; i < g.m; ++i) {
       for (int64_t p = 0; p < kcp; p += kT) {
         const int64_t left = kc - p;
@@ -124,9 +115,9 @@ struct Block {
   }
 
   /// C[rows of tiles r0, r0 + 1][columns of tiles t0, t0 + 1 of the block at j0] += the panel's
-  /// products (kcp ids); `two_r`, `two_c`: whether the second row / column tile exists.
+  /// products (kcp ids); kTwoR, kTwoC: whether the second row / column tile exists.
   template <bool kTwoR, bool kTwoC>
-  void tiles(int64_t r0, int64_t t0, int64_t j0, int64_t nc, int64_t kcp) {
+  void c_block(int64_t r0, int64_t t0, int64_t j0, int64_t nc, int64_t kcp) {
     float* c[2][2];
     int64_t ldc[2][2];
     bool edge[2][2] = {};
@@ -186,13 +177,13 @@ struct Block {
         for (int64_t t0 = 0; t0 < n_tiles; t0 += 2) {
           const bool two_c = t0 + 1 < n_tiles;
           if (two_r && two_c)
-            tiles<true, true>(r0, t0, j0, nc, kcp);
+            c_block<true, true>(r0, t0, j0, nc, kcp);
           else if (two_r)
-            tiles<true, false>(r0, t0, j0, nc, kcp);
+            c_block<true, false>(r0, t0, j0, nc, kcp);
           else if (two_c)
-            tiles<false, true>(r0, t0, j0, nc, kcp);
+            c_block<false, true>(r0, t0, j0, nc, kcp);
           else
-            tiles<false, false>(r0, t0, j0, nc, kcp);
+            c_block<false, false>(r0, t0, j0, nc, kcp);
         }
       }
     }
@@ -204,10 +195,7 @@ struct Block {
 void panel_gemm_amx_bf16(const PanelGemm& g, int n_threads) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return;
   const int threads = std::max(1, n_threads);
-  constexpr int64_t kPair = 2 * kT;  // columns of a pair of C tiles
-  const int64_t per_thread = (g.n + threads * kBlockCols - 1) / (threads * kBlockCols);
-  const int64_t want = threads * per_thread;
-  const int64_t width = ((g.n + want - 1) / want + kPair - 1) / kPair * kPair;
+  const int64_t width = panel_block_width(g.n, threads, 2 * kT);  // whole pairs of C tiles
   const int64_t n_cblocks = (g.n + width - 1) / width;
 #pragma omp parallel num_threads(threads)
   {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "base/isa.h"
 
@@ -33,6 +34,17 @@ struct PanelGemmKernels {
 const PanelGemmKernels& panel_gemm_kernels(Isa isa);
 
 struct PanelGemm;
+
+// What both drivers (cpu/panel_gemm.cpp, kernels/panel_gemm_amx.cpp) plan the same way.
+
+/// Width of the column blocks: the fewest per thread that keep each within kBlockCols, as even as
+/// whole units of `granule` columns allow (so the blocks are a multiple of the threads in number).
+int64_t panel_block_width(int64_t n, int threads, int64_t granule);
+
+/// A's rows for the panel ids[0..kc): read in place where the ids are consecutive (lda = g.lda),
+/// else gathered into `gathered`, row i at i * ld (lda = ld). Returns the first row's start.
+const float* panel_a_rows(const PanelGemm& g, const int32_t* ids, int64_t kc, int64_t ld,
+                          std::vector<float>& gathered, int64_t& lda);
 
 namespace simd {
 // Per-ISA sets (panel_gemm_avx2.cpp, panel_gemm_avx512.cpp).
