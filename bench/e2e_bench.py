@@ -83,7 +83,7 @@ def machine():
                 mem = int(line.split()[1]) * 1024
     except OSError:
         pass
-    isa = [f for f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "amx_tile", "amx_int8")
+    isa = [f for f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "amx_tile", "amx_int8", "amx_bf16")
            if f" {f} " in flags + " "]
     m = {"host": socket.gethostname(), "cpu": model, "logical_cpus": os.cpu_count(),
          "mem_bytes": mem, "isa_flags": isa, "kernel": platform.release()}
