@@ -99,7 +99,9 @@ Command add_run_command(CLI::App& root) {
   sub->add_flag("--no-early-stop", o->no_early_stop, "Run every step even when the answer is already final");
   sub->add_flag("--json", o->json, "Print one JSON object (text, token ids, steps, timings, peak RSS)");
   sub->add_flag("-v,--verbose", o->verbose, "Print model, timings per step and peak memory to stderr");
-  sub->add_option("--trace", o->trace, "Write one JSON line per step (committed positions, timings) to FILE");
+  sub->add_option("--trace", o->trace,
+                  "Write one JSON line per step (committed positions, timings) to FILE; DiffusionGemma: the "
+                  "step's input canvas, argmax, samples, accepted positions and entropies");
   return {sub, [o, sub]() {
             for (const CLI::Option* opt : sub->get_options()) {
               if (opt->count() > 0) o->given.insert(opt->get_name());

@@ -280,19 +280,23 @@ int run_entropy_bound(const RunOptions& o, const model::ModelConfig& cfg, const 
       std::fflush(stdout);
     }
   };
+  std::unique_ptr<diffusion::TraceWriter> trace;
+  if (!o.trace.empty()) trace = std::make_unique<diffusion::TraceWriter>(o.trace);
   Stopwatch gen_watch;
+  double fwd_ms = 0;  // the forward pass of the step whose callback runs
   diffusion::EntropyBoundSequence seq(
       report.prompt_tokens, p, source.n_vocab(), tok.n_tokens(), [&](const diffusion::EbStepInfo& s) {
         if (o.verbose)
           std::fprintf(stderr, "block %lld step %lld: t %.3f, mean entropy %.4f%s\n",
                        static_cast<long long>(s.block), static_cast<long long>(s.step), s.t, s.mean_entropy,
                        s.stop ? ", stop" : "");
+        if (trace) trace->write(s, fwd_ms);
       });
   size_t printed = 0;
   while (!seq.done()) {
     Stopwatch step_watch;
     source.forward(seq.next());
-    const double fwd_ms = step_watch.elapsed_ms();
+    fwd_ms = step_watch.elapsed_ms();
     const int64_t before = seq.steps_run();
     seq.accept();
     if (seq.steps_run() > before) {
@@ -303,6 +307,7 @@ int run_entropy_bound(const RunOptions& o, const model::ModelConfig& cfg, const 
     for (; printed < answer.size(); ++printed) emit(printer.push(answer[printed]));
   }
   report.generate_ms = gen_watch.elapsed_ms();
+  if (trace) trace->commit();
   emit(printer.flush());
   if (stream) {
     std::fputc('\n', stdout);
@@ -400,7 +405,7 @@ int run_generate(RunOptions& o) {
                        " has no token editing");
     for (const char* flag :
          {"--block-length", "--temperature", "--remasking", "--alg", "--alg-temp", "--top-p", "--top-k",
-          "--threshold", "--cfg-scale", "--cache", "--no-early-stop", "--trace", "--max-post-edit-steps"})
+          "--threshold", "--cfg-scale", "--cache", "--no-early-stop", "--max-post-edit-steps"})
       if (o.was_given(flag))
         warn(report, std::string(flag) + " does not apply to the entropy-bound sampler of " + cfg.arch_name +
                          "; ignored");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/atomic_file.h"
+#include "diffusion/entropy_bound.h"
 #include "diffusion/sampler.h"
 
 namespace dllm::diffusion {
@@ -29,12 +30,25 @@ class TraceWriter {
 
   /// Appends one line. Throws dllm::Error on a write error.
   void write(const StepInfo& info);
+  /// Appends one DiffusionGemma line (format_eb). Throws dllm::Error on a write error.
+  void write(const EbStepInfo& info, double forward_ms);
 
   /// Puts the finished trace at its path (AtomicFile::commit). Throws dllm::Error.
   void commit() { file_.commit(); }
 
   /// The line write() would append, without the newline.
   static std::string format(const StepInfo& info);
+
+  /// A DiffusionGemma step (entropy-bound sampler), keys named as in the per-step log of llama.cpp
+  /// PR #24423's sampler that tests/data/diffusion-gemma/README.md describes, so the two can be
+  /// compared line by line:
+  ///   {"block":B,"step":S,"cur_step":N,"t":T,"input_canvas":[...],"argmax":[...],"sampled":[...],
+  ///    "accepted":[...],"entropy":[...],"u":[...],"renoise":[...],"mean_entropy":H,"stop":false,
+  ///    "forward_ms":F}
+  /// step counts from 0 within the block; input_canvas is the canvas the step's forward pass ran on;
+  /// accepted lists the positions (0-based in the canvas) that keep their sample, the others take
+  /// renoise; entropy is in nats of softmax(logits / t); floats with 9 significant digits.
+  static std::string format_eb(const EbStepInfo& info, double forward_ms);
 
  private:
   AtomicFile file_;
