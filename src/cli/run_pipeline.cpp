@@ -255,6 +255,13 @@ int run_entropy_bound(const RunOptions& o, const model::ModelConfig& cfg, const 
   p.stability = o.was_given("--eb-stability") ? o.eb_stability : cfg.eb.stability;
   p.confidence = o.was_given("--eb-confidence") ? static_cast<float>(o.eb_confidence) : cfg.eb.confidence;
   p.seed = static_cast<uint32_t>(o.seed);  // std::mt19937's seed, as the PR's --seed
+  // Allowed, as in the PR (t = t_min + (t_max - t_min) * cur_step / S), but likely swapped by mistake.
+  if (p.t_min > p.t_max) {
+    char w[160];
+    std::snprintf(w, sizeof w, "t_min %g is above t_max %g: the temperature rises over the steps", p.t_min,
+                  p.t_max);
+    warn(report, w);
+  }
   p.end_ids = tok.eog_ids();
   p.isa = choose_isa(o.compute.isa);
   char desc[256];

@@ -295,6 +295,11 @@ TEST(DiffusionGemmaRun, MaxTokensAndRefusals) {
   EXPECT_EQ(big.exit_code, 2);
   EXPECT_TRUE(test::is_one_error_line(big.err)) << big.err;
   EXPECT_NE(big.err.find("rounded up to whole canvases of 32 tokens"), std::string::npos) << big.err;
+  // t_min above t_max runs (the PR allows it) with a warning that the temperature rises.
+  const auto swapped = test::run_dllm(
+      {"run", "-m", dg_path(), "-p", "hi", "-n", "8", "--eb-t-min", "0.9", "--eb-t-max", "0.3"});
+  EXPECT_EQ(swapped.exit_code, 0) << swapped.err;
+  EXPECT_NE(swapped.err.find("warning: t_min 0.9 is above t_max 0.3"), std::string::npos) << swapped.err;
   const auto edit = test::run_dllm({"run", "-m", dg_path(), "-p", "hi", "--edit-threshold", "0.5"});
   EXPECT_EQ(edit.exit_code, 2);
   EXPECT_TRUE(test::is_one_error_line(edit.err)) << edit.err;
