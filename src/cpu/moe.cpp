@@ -232,8 +232,16 @@ void moe_router_logits(const RowKernels& rk, const float* router, int64_t n_expe
       }
       const float* const rows[4] = {router + e0 * d, router + (e0 + 1) * d, router + (e0 + 2) * d,
                                     router + (e0 + 3) * d};
-      float out[4];
-      for (int64_t t = t0; t < t1; ++t) {
+      float out[8];
+      int64_t t = t0;
+      for (; t + 2 <= t1; t += 2) {  // two tokens per pass over the four router rows
+        rk.dot_f32_x4x2(rows, x + t * d, x + (t + 1) * d, d, out);
+        for (int j = 0; j < 4; ++j) {
+          logits[t * n_expert + e0 + j] = out[j];
+          logits[(t + 1) * n_expert + e0 + j] = out[4 + j];
+        }
+      }
+      if (t < t1) {
         rk.dot_f32_x4(rows, x + t * d, d, out);
         for (int j = 0; j < 4; ++j) logits[t * n_expert + e0 + j] = out[j];
       }

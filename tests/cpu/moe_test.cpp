@@ -397,10 +397,10 @@ INSTANTIATE_TEST_SUITE_P(Blocks, MoeBlock,
                          [](const auto& info) { return info.param.name; });
 
 // moe_router_logits equals dot_f32 bit for bit on every row-kernel path this CPU has (the router's
-// logits choose the experts): 22 experts (5 groups of 4 and 2 left), rows of 99 (a tail of 3), 70
-// rows (tiles of 32, 32 and 6), 1 and 2 threads.
+// logits choose the experts): 22 experts (5 groups of 4 and 2 left), rows of 99 (a tail of 3), 71
+// rows (tiles of 32, 32 and 7: row pairs, and an odd last row alone), 1 and 2 threads.
 TEST(RouterLogits, EqualDotF32OnEveryPath) {
-  const int64_t E = 22, d = 99, n = 70;
+  const int64_t E = 22, d = 99, n = 71;
   std::mt19937 rng(5);
   std::normal_distribution<float> g;
   std::vector<float> router(size_t(E * d)), x(size_t(n * d));

@@ -43,5 +43,12 @@ inline void dot_f32_x4_ymm(const float* const a[4], const float* b, int64_t n, f
   }
 }
 
+// Two vectors: dot_f32_x4_ymm of each (ymm has no room for both).
+inline void dot_f32_x4x2_ymm(const float* const a[4], const float* b0, const float* b1, int64_t n,
+                             float out[8]) {
+  dot_f32_x4_ymm(a, b0, n, out);
+  dot_f32_x4_ymm(a, b1, n, out + 4);
+}
+
 }  // namespace
 }  // namespace dllm::cpu::simd

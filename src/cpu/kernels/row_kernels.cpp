@@ -22,19 +22,18 @@ void dot_f32_x4_scalar(const float* const a[4], const float* b, int64_t n, float
   for (int j = 0; j < 4; ++j) out[j] = dot_f32(a[j], b, n);
 }
 
+void dot_f32_x4x2_scalar(const float* const a[4], const float* b0, const float* b1, int64_t n, float out[8]) {
+  dot_f32_x4_scalar(a, b0, n, out);
+  dot_f32_x4_scalar(a, b1, n, out + 4);
+}
+
 void softcap_scalar(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * (1.0f / cap)) * cap;
 }
 
-const RowKernels kScalarKernels = {quant::quantize_row_q8_K,
-                                   silu_mul,
-                                   attention_head_scalar,
-                                   rmsnorm,
-                                   dot_f32_x4_scalar,
-                                   softmax_f16,
-                                   quant::dequantize_row_q6_K,
-                                   softcap_scalar,
-                                   gelu_mul};
+const RowKernels kScalarKernels = {
+    quant::quantize_row_q8_K, silu_mul,    attention_head_scalar,      rmsnorm,        dot_f32_x4_scalar,
+    dot_f32_x4x2_scalar,      softmax_f16, quant::dequantize_row_q6_K, softcap_scalar, gelu_mul};
 
 }  // namespace
 

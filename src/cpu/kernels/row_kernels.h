@@ -56,6 +56,8 @@ size_t attention_scratch_floats(int64_t head_dim, int64_t max_kv);
 ///   every path (as ggml does), the dot products and the weighted sum of V in f32.
 /// - dot_f32_x4: out[j] = dot_f32(a[j], b, n) (cpu/ops.h) for j < 4, bit-identical on every path
 ///   (the MoE router's logits, which choose the experts).
+/// - dot_f32_x4x2: out[j] = dot_f32(a[j], b0, n) and out[4 + j] = dot_f32(a[j], b1, n) for j < 4,
+///   bit-identical on every path (two tokens' router logits per pass over four router rows).
 /// - softmax_f16: as cpu/ops.h softmax_f16 (SIMD paths: the polynomial exp, the sum in lanes).
 /// - dequantize_q6_K: exactly quant::dequantize_row_q6_K (bit-identical on every path).
 /// - softcap: x[i] = tanh(x[i] * (1 / cap)) * cap, in place (ggml's scale, tanh, scale; SIMD paths
@@ -67,6 +69,7 @@ struct RowKernels {
   void (*attention_head)(const AttentionHead& a);
   void (*rmsnorm)(const float* x, const float* w, float* y, int64_t n, float eps);
   void (*dot_f32_x4)(const float* const a[4], const float* b, int64_t n, float out[4]);
+  void (*dot_f32_x4x2)(const float* const a[4], const float* b0, const float* b1, int64_t n, float out[8]);
   void (*softmax_f16)(const float* x, float scale, float* y, int64_t n);
   void (*dequantize_q6_K)(const quant::block_q6_K* x, float* y, int64_t n);
   void (*softcap)(float* x, int64_t n, float cap);
