@@ -101,12 +101,13 @@ void MoeFfn::print_times(int64_t forwards) const {
                  1e-9 * times_.expert_macs / static_cast<double>(forwards));
     static constexpr const char* kBucketNames[] = {"0", "1-2", "3-8", "9-32", "33-128", ">128"};
     static_assert(std::size(kBucketNames) == MoeTimes::kBuckets);
-    std::fprintf(stderr, "moe rows per expert, per forward pass:\n%-14s %10s %10s\n", "rows", "experts",
-                 "rows");
+    std::fprintf(stderr, "moe rows per expert, per forward pass:\n%-14s %10s %10s %12s %14s\n", "rows",
+                 "experts", "rows", "thread ms", "G ops/thread-s");
     for (int b = 0; b < MoeTimes::kBuckets; ++b) {
-      std::fprintf(stderr, "%-14s %10.1f %10.1f\n", kBucketNames[b],
+      std::fprintf(stderr, "%-14s %10.1f %10.1f %12.1f %14.1f\n", kBucketNames[b],
                    static_cast<double>(times_.expert_count[b]) * per * 1e-3,
-                   static_cast<double>(times_.expert_rows[b]) * per * 1e-3);
+                   static_cast<double>(times_.expert_rows[b]) * per * 1e-3, times_.item_s[b] * per,
+                   times_.item_s[b] > 0 ? 2e-9 * times_.item_macs[b] / times_.item_s[b] : 0.0);
     }
   }
 }
@@ -517,12 +518,26 @@ void MoeFfn::forward(const model::LayerWeights& lw, const MoeExperts& ex, const 
     // after its block usually fetches its own next item. Not guided: the items come sorted by expert
     // size, so guided's first chunk (half the items) held about 65% of the down pass's work and the
     // other thread waited a quarter of that pass (profile_forward.py, LLaDA-MoE: down 531 -> 404 ms).
-#pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
+    double item_s[MoeTimes::kBuckets] = {}, item_macs[MoeTimes::kBuckets] = {};
+#pragma omp parallel for schedule(dynamic, 4) num_threads(nt) reduction(+ : item_s[:MoeTimes::kBuckets], item_macs[:MoeTimes::kBuckets])
     for (size_t it = 0; it < n_items; ++it) {
       const WorkItem& item = items_[it];
       const int64_t b = groups_.begin[item.expert];
-      const Activations a = in.view(in_f32, b, groups_.begin[item.expert + 1] - b);
+      const int64_t rows = groups_.begin[item.expert + 1] - b;
+      const Activations a = in.view(in_f32, b, rows);
+      const double t0 = timing_ ? wall_now() : 0;
       item.m->multiply(a, item.r0, item.r1, outs[item.which] + b * ldys[item.which], ldys[item.which]);
+      if (timing_) {
+        int k = 0;
+        while (rows > MoeTimes::kExpertRowBuckets[k]) ++k;
+        item_s[k] += wall_now() - t0;
+        item_macs[k] += static_cast<double>(rows) * static_cast<double>(item.r1 - item.r0) *
+                        static_cast<double>(item.m->n_in());
+      }
+    }
+    for (int k = 0; k < MoeTimes::kBuckets; ++k) {
+      times_.item_s[k] += item_s[k];
+      times_.item_macs[k] += item_macs[k];
     }
   };
   auto add_items = [&](const std::vector<std::unique_ptr<Matrix>>& mats, int32_t which) {

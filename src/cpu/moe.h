@@ -76,7 +76,8 @@ void moe_route_row_sigmoid(const float* router, int64_t n_expert, const float* x
 
 /// logits[t * n_expert + e] = dot_f32(router + e * d, x + t * d, d) for rows t < n: the router logits
 /// of the row functions above, bit for bit (rk.dot_f32_x4x2: four experts and two rows at a time; a
-/// tile's odd last row through rk.dot_f32_x4), each router row read once per tile of 32 rows. n_threads split the experts.
+/// tile's odd last row through rk.dot_f32_x4), each router row read once per tile of 32 rows. n_threads split
+/// the experts.
 void moe_router_logits(const RowKernels& rk, const float* router, int64_t n_expert, const float* x, int64_t n,
                        int64_t d, float* logits, int n_threads);
 
@@ -132,6 +133,10 @@ struct MoeTimes {
   double expert_macs = 0;
   int64_t expert_count[kBuckets] = {};  ///< (forward() call, expert) pairs per bucket
   int64_t expert_rows[kBuckets] = {};   ///< routed rows those pairs took
+  /// Thread seconds (wall time summed over the threads) of the gate/up and down work items of those
+  /// experts, and their multiply-adds: where the expert products' time goes by rows per expert.
+  double item_s[kBuckets] = {};
+  double item_macs[kBuckets] = {};
 };
 
 /// What of `c`'s routing the block above does not compute ("a selection bias (exp_probs_b) with
