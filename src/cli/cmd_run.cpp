@@ -80,10 +80,10 @@ Command add_run_command(CLI::App& root) {
       ->check(CLI::IsMember({"none", "prefix", "dual", "exact"}));
   sub->add_option("--eb-t-min", o->eb_t_min,
                   "DiffusionGemma: the last step's temperature (default: the file's diffusion.eb_t_min)")
-      ->check(real_number(0, kInf, true));
+      ->check(positive_float());
   sub->add_option("--eb-t-max", o->eb_t_max,
                   "DiffusionGemma: the first step's temperature (default: the file's diffusion.eb_t_max)")
-      ->check(real_number(0, kInf, true));
+      ->check(positive_float());
   sub->add_option("--eb-entropy-bound", o->eb_entropy_bound,
                   "DiffusionGemma: a step keeps the lowest-entropy positions while their summed entropy "
                   "stays within this (default: the file's diffusion.eb_entropy_bound)")
@@ -101,7 +101,10 @@ Command add_run_command(CLI::App& root) {
   sub->add_flag("-v,--verbose", o->verbose, "Print model, timings per step and peak memory to stderr");
   sub->add_option("--trace", o->trace,
                   "Write one JSON line per step (committed positions, timings) to FILE; DiffusionGemma: the "
-                  "step's input canvas, argmax, samples, accepted positions and entropies");
+                  "step's input canvas, argmax, samples, accepted positions and entropies")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("needs a file path, got an empty one") : ""; },
+          "FILE"));
   return {sub, [o, sub]() {
             for (const CLI::Option* opt : sub->get_options()) {
               if (opt->count() > 0) o->given.insert(opt->get_name());

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -77,6 +78,23 @@ CLI::Validator real_number(double min, double max, bool min_exclusive) {
         return "";
       },
       "NUMBER in " + range);
+}
+
+CLI::Validator positive_float() {
+  char range[96];
+  std::snprintf(range, sizeof range, "[%.3g, %.3g]", static_cast<double>(std::numeric_limits<float>::min()),
+                static_cast<double>(std::numeric_limits<float>::max()));
+  const std::string r = range;
+  return CLI::Validator(
+      [r](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        const bool parsed = !v.empty() && end == v.c_str() + v.size() && std::isfinite(x);
+        if (!parsed || !(x >= std::numeric_limits<float>::min()) || x > std::numeric_limits<float>::max())
+          return "must be a number in " + r + " (a positive float), got '" + v + "'";
+        return "";
+      },
+      "NUMBER in " + r);
 }
 
 void add_model_flags(CLI::App& sub, ModelFlags& f) {

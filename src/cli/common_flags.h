@@ -28,6 +28,9 @@ CLI::Validator whole_number(int64_t min);
 /// A whole number in [0, 2^64 - 1] (a uint64 such as --seed), the range named in the message.
 CLI::Validator whole_number_u64();
 CLI::Validator real_number(double min, double max, bool min_exclusive = false);
+/// A positive number that stays a positive, finite normal float (a value the sampler holds as float:
+/// 1e39 would become inf, 1e-50 zero), the range named in the message.
+CLI::Validator positive_float();
 void add_compute_flags(CLI::App& sub, ComputeFlags& f);
 
 /// The largest --threads accepted: 4 x logical_cpus(). More threads than that cannot help (each one

@@ -257,9 +257,10 @@ int run_entropy_bound(const RunOptions& o, const model::ModelConfig& cfg, const 
   p.seed = static_cast<uint32_t>(o.seed);  // std::mt19937's seed, as the PR's --seed
   // Allowed, as in the PR (t = t_min + (t_max - t_min) * cur_step / S), but likely swapped by mistake.
   if (p.t_min > p.t_max) {
-    char w[160];
-    std::snprintf(w, sizeof w, "t_min %g is above t_max %g: the temperature rises over the steps", p.t_min,
-                  p.t_max);
+    char w[224];
+    std::snprintf(w, sizeof w, "t_min %g (%s) is above t_max %g (%s): the temperature rises over the steps",
+                  p.t_min, o.was_given("--eb-t-min") ? "--eb-t-min" : "the file's diffusion.eb_t_min",
+                  p.t_max, o.was_given("--eb-t-max") ? "--eb-t-max" : "the file's diffusion.eb_t_max");
     warn(report, w);
   }
   p.end_ids = tok.eog_ids();

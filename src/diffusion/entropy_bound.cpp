@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -171,9 +172,13 @@ EntropyBoundSequence::EntropyBoundSequence(std::span<const int32_t> prompt, cons
       prefix_(prompt.begin(), prompt.end()) {
   if (p.canvas_length <= 0 || p.max_steps <= 0 || p.max_tokens <= 0)
     throw UsageError("canvas length, steps and max tokens must be positive");
-  if (!(p.t_min > 0.0f) || !(p.t_max > 0.0f))
-    throw UsageError("the entropy-bound temperatures (t_min " + std::to_string(p.t_min) + ", t_max " +
-                     std::to_string(p.t_max) + ") must be positive");
+  if (!(p.t_min > 0.0f) || !(p.t_max > 0.0f) || !std::isfinite(p.t_min) || !std::isfinite(p.t_max)) {
+    char m[128];
+    std::snprintf(m, sizeof m,
+                  "the entropy-bound temperatures (t_min %g, t_max %g) must be positive and finite",
+                  static_cast<double>(p.t_min), static_cast<double>(p.t_max));
+    throw UsageError(m);
+  }
   if (!(p.entropy_bound >= 0.0f) || !(p.confidence >= 0.0f) || p.stability < 0)
     throw UsageError("the entropy bound, the confidence threshold and the stability count must be >= 0");
   if (prefix_.empty()) throw UsageError("the prompt is empty: DiffusionGemma needs at least one token");

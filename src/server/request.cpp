@@ -2,6 +2,7 @@
 #include "server/request.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -104,6 +105,20 @@ std::optional<double> real(const json& obj, const char* name, double min, double
   const double x = v->get<double>();
   if (!std::isfinite(x) || x < min || (min_exclusive && x == min) || x > max) {
     reject(name, std::string(name) + " must be a number in " + range() + ", got " + show(*v));
+  }
+  return x;
+}
+
+/// A number > 0 that stays a positive, finite normal float (the sampler holds temperatures as float:
+/// 1e39 would become inf, 1e-50 zero).
+std::optional<double> positive_float(const json& obj, const char* name) {
+  const std::optional<double> x = real(obj, name, 0, std::numeric_limits<double>::infinity(), true);
+  if (x && (*x < std::numeric_limits<float>::min() || *x > std::numeric_limits<float>::max())) {
+    char range[96];
+    std::snprintf(range, sizeof range, "[%.3g, %.3g]", static_cast<double>(std::numeric_limits<float>::min()),
+                  static_cast<double>(std::numeric_limits<float>::max()));
+    reject(name,
+           std::string(name) + " must be a positive float in " + range + ", got " + show(*field(obj, name)));
   }
   return x;
 }
@@ -308,8 +323,8 @@ GenerationRequest parse(Endpoint endpoint, std::string_view text, const std::str
   r.cfg_scale = real(body, "cfg_scale", 0, kInf);
   r.edit_threshold = real(body, "edit_threshold", 0, 1);
   r.max_post_edit_steps = whole(body, "max_post_edit_steps", 0);
-  r.eb_t_min = real(body, "eb_t_min", 0, kInf, true);
-  r.eb_t_max = real(body, "eb_t_max", 0, kInf, true);
+  r.eb_t_min = positive_float(body, "eb_t_min");
+  r.eb_t_max = positive_float(body, "eb_t_max");
   r.eb_entropy_bound = real(body, "eb_entropy_bound", 0, kInf);
   r.eb_stability = whole(body, "eb_stability", 0);
   r.eb_confidence = real(body, "eb_confidence", 0, kInf);

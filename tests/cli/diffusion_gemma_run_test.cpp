@@ -295,11 +295,31 @@ TEST(DiffusionGemmaRun, MaxTokensAndRefusals) {
   EXPECT_EQ(big.exit_code, 2);
   EXPECT_TRUE(test::is_one_error_line(big.err)) << big.err;
   EXPECT_NE(big.err.find("rounded up to whole canvases of 32 tokens"), std::string::npos) << big.err;
-  // t_min above t_max runs (the PR allows it) with a warning that the temperature rises.
+  // t_min above t_max runs (the PR allows it) with a warning that the temperature rises, naming where
+  // each value came from (the file's t_min is 0.45).
   const auto swapped = test::run_dllm(
       {"run", "-m", dg_path(), "-p", "hi", "-n", "8", "--eb-t-min", "0.9", "--eb-t-max", "0.3"});
   EXPECT_EQ(swapped.exit_code, 0) << swapped.err;
-  EXPECT_NE(swapped.err.find("warning: t_min 0.9 is above t_max 0.3"), std::string::npos) << swapped.err;
+  EXPECT_NE(swapped.err.find("warning: t_min 0.9 (--eb-t-min) is above t_max 0.3 (--eb-t-max)"),
+            std::string::npos)
+      << swapped.err;
+  const auto file_min = test::run_dllm({"run", "-m", dg_path(), "-p", "hi", "-n", "8", "--eb-t-max", "0.3"});
+  EXPECT_EQ(file_min.exit_code, 0) << file_min.err;
+  EXPECT_NE(file_min.err.find("t_min 0.45 (the file's diffusion.eb_t_min) is above t_max 0.3 (--eb-t-max)"),
+            std::string::npos)
+      << file_min.err;
+  // Temperatures are held as float: one that would become inf or zero is a usage error, as is an empty
+  // --trace path.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--eb-t-max", "1e39"}, std::vector<std::string>{"--eb-t-min", "1e-50"},
+        std::vector<std::string>{"--trace", ""}}) {
+    std::vector<std::string> args = {"run", "-m", dg_path(), "-p", "hi", "-n", "8"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto r = test::run_dllm(args);
+    EXPECT_EQ(r.exit_code, 2) << bad[0];
+    EXPECT_TRUE(test::is_one_error_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find(bad[0]), std::string::npos) << r.err;
+  }
   const auto edit = test::run_dllm({"run", "-m", dg_path(), "-p", "hi", "--edit-threshold", "0.5"});
   EXPECT_EQ(edit.exit_code, 2);
   EXPECT_TRUE(test::is_one_error_line(edit.err)) << edit.err;

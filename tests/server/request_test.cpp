@@ -85,6 +85,10 @@ TEST(Request, EachBadFieldNamed) {
       {Endpoint::kCompletion, R"({"prompt": "p", "dllm": {"canvas": true}})", "dllm.canvas", "stream"},
       {Endpoint::kCompletion, R"({"prompt": "p", "model": 3})", "model", "must be a string"},
       {Endpoint::kCompletion, R"({"prompt": "p", "eb_t_min": 0})", "eb_t_min", "(0, inf)"},
+      // Temperatures are held as float: 1e39 would become inf and 1e-50 zero.
+      {Endpoint::kCompletion, R"({"prompt": "p", "eb_t_max": 1e39})", "eb_t_max", "must be a positive float"},
+      {Endpoint::kCompletion, R"({"prompt": "p", "eb_t_min": 1e-50})", "eb_t_min",
+       "must be a positive float"},
       {Endpoint::kCompletion, R"({"prompt": "p", "eb_stability": -1})", "eb_stability", ">= 0"},
       {Endpoint::kCompletion, R"({"prompt": "p", "eb_confidence": "low"})", "eb_confidence", "got a string"},
   };
