@@ -24,21 +24,22 @@ import e2e_bench as e2e  # noqa: E402  (machine(), commit(), loadavg(), ensure_m
 
 ROOT = Path(__file__).resolve().parent.parent
 ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
-MOE_ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)$")
+MOE_ROW = re.compile(r"^(\S.*?)((?:\s+[\d.]+)+)$")
 
 
 def two_column_table(lines, heading, cols):
-    """The rows 'NAME A B' after the line starting with `heading` and its column header -> {NAME: {cols[0]: A,
-    cols[1]: B}}, up to the first line of another shape; None when no line starts with `heading`."""
+    """The rows 'NAME A B ...' (one number per name in cols) after the line starting with `heading` and its
+    column header -> {NAME: {cols[0]: A, cols[1]: B, ...}}, up to the first line of another shape; None when
+    no line starts with `heading`."""
     head = next((i for i, l in enumerate(lines) if l.startswith(heading)), None)
     if head is None:
         return None
     table = {}
     for l in lines[head + 2:]:
         m = MOE_ROW.match(l.strip())
-        if not m:
+        if not m or len(m.group(2).split()) != len(cols):
             break
-        table[m.group(1)] = {cols[0]: float(m.group(2)), cols[1]: float(m.group(3))}
+        table[m.group(1)] = dict(zip(cols, map(float, m.group(2).split())))
     return table
 
 
@@ -59,7 +60,8 @@ def parse_profile(stderr: str) -> dict:
     # A MoE model's tables after it (cpu/moe.h MoeFfn::print_times): the block's passes, and how the
     # routed rows fell on the experts (per forward: (layer, expert) pairs and their rows).
     for heading, key, cols in (("moe ffn passes", "moe_passes", ("wall_ms", "cpu_ms")),
-                               ("moe rows per expert", "moe_rows_per_expert", ("experts", "rows"))):
+                               ("moe rows per expert", "moe_rows_per_expert",
+                                ("experts", "rows", "thread_ms", "gops_per_thread_s"))):
         table = two_column_table(lines, heading, cols)
         if table is not None:
             result[key] = table

@@ -22,10 +22,10 @@ gate/up             329.5      648.3
 down                181.2      358.3
 moe expert gemms: 225.6 G int8 ops per CPU-s, 445.2 G per wall-s (113 G multiply-adds per forward pass)
 moe rows per expert, per forward pass:
-rows              experts       rows
-0                   847.0        0.0
-1-2                   7.0       10.5
->128                103.5    14532.0
+rows              experts       rows    thread ms G ops/thread-s
+0                   847.0        0.0          0.0            0.0
+1-2                   7.0       10.5         10.9           47.2
+>128                103.5    14532.0       1102.4          328.2
 done
 """
 
@@ -39,9 +39,11 @@ class ParseProfile(unittest.TestCase):
         self.assertEqual(p["moe_passes"]["gate/up"], {"wall_ms": 329.5, "cpu_ms": 648.3})
         self.assertEqual(p["moe_expert_gemm_gops_per_cpu_s"], 225.6)
         self.assertEqual(p["moe_expert_gemm_gops_per_wall_s"], 445.2)
-        self.assertEqual(p["moe_rows_per_expert"], {"0": {"experts": 847.0, "rows": 0.0},
-                                                    "1-2": {"experts": 7.0, "rows": 10.5},
-                                                    ">128": {"experts": 103.5, "rows": 14532.0}})
+        self.assertEqual(p["moe_rows_per_expert"],
+                         {"0": {"experts": 847.0, "rows": 0.0, "thread_ms": 0.0, "gops_per_thread_s": 0.0},
+                          "1-2": {"experts": 7.0, "rows": 10.5, "thread_ms": 10.9, "gops_per_thread_s": 47.2},
+                          ">128": {"experts": 103.5, "rows": 14532.0, "thread_ms": 1102.4,
+                                   "gops_per_thread_s": 328.2}})
 
     def test_a_dense_model_has_no_moe_tables(self):
         dense = STDERR.split("moe ffn passes")[0]
