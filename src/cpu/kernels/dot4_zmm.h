@@ -9,16 +9,14 @@
 
 #include <cstdint>
 
+#include "cpu/kernels/dot4_ymm.h"  // keep(float&)
+
 namespace dllm::cpu::simd {
 namespace {
 
-// An empty asm with v as an in-out register operand (any of the 32 zmm): the optimizer cannot fuse
-// the multiply that made v into the add that uses it.
-inline void keep_zmm(__m512& v) {
+// dot4_ymm.h's keep() for a zmm (any of the 32 registers).
+inline void keep(__m512& v) {
   asm("" : "+v"(v));
-}
-inline void keep_f32(float& v) {
-  asm("" : "+x"(v));
 }
 
 inline void dot_f32_x4x2_zmm(const float* const a[4], const float* b0, const float* b1, int64_t n,
@@ -30,7 +28,7 @@ inline void dot_f32_x4x2_zmm(const float* const a[4], const float* b0, const flo
         _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(b0 + i)), _mm256_loadu_ps(b1 + i), 1);
     for (int j = 0; j < 4; ++j) {
       __m512 p = _mm512_mul_ps(_mm512_broadcast_f32x8(_mm256_loadu_ps(a[j] + i)), vb);
-      keep_zmm(p);
+      keep(p);
       acc[j] = _mm512_add_ps(acc[j], p);
     }
   }
@@ -42,7 +40,7 @@ inline void dot_f32_x4x2_zmm(const float* const a[4], const float* b0, const flo
       float* lh = l + 8 * h;
       for (int64_t t = i; t < n; ++t) {
         float p = a[j][t] * b[h][t];
-        keep_f32(p);
+        keep(p);
         lh[0] += p;
       }
       out[4 * h + j] = ((lh[0] + lh[4]) + (lh[1] + lh[5])) + ((lh[2] + lh[6]) + (lh[3] + lh[7]));
