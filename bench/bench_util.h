@@ -30,6 +30,20 @@ inline std::string run_command(const std::string& cmd) {
   return out;
 }
 
+/// The CPU for a results file: vendor, model name (lscpu) and the ISA flags our kernel paths use, as
+/// /proc/cpuinfo lists them.
+inline std::string cpu_vendor() {
+  return run_command("lscpu | sed -n 's/^Vendor ID: *//p'");
+}
+inline std::string cpu_model() {
+  return run_command("lscpu | sed -n 's/^Model name: *//p'");
+}
+inline std::string cpu_isa_flags() {
+  return run_command(
+      "grep -m1 -o -w -E 'avx2|avx_vnni|avx512f|avx512_vnni|amx_tile|amx_int8|amx_bf16' /proc/cpuinfo | "
+      "tr '\\n' ' '");
+}
+
 /// The repository root: two levels above the running binary (build-*/bin/<bench>) when that folder has
 /// bench/CMakeLists.txt, else the working directory.
 inline std::filesystem::path repo_root() {

@@ -42,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_bench as e2e  # noqa: E402
 import llada2_baseline as base  # noqa: E402
+import profile_forward as pf  # noqa: E402
 
 STEPS_PER_BLOCK = 8
 
@@ -70,6 +71,9 @@ def ours(bindir, model, prompt, threads, cache):
                 "peak_rss_bytes": j["peak_rss_bytes"], "forward_ms": fwd})
     rec["passes"] = [{"rows": int(m[1]), "weight_bytes": int(m[2]), "macs": int(m[3])} for m in re.finditer(
         r"profile pass \d+: rows (\d+), weight bytes (\d+), multiply-adds (\d+)", p.stderr)]
+    # The per-phase table, the MoE block's passes and its expert products by rows per expert (thread time
+    # and int8 rate per bucket), averaged over every forward pass of the run (the prompt's included).
+    rec["profile"] = pf.parse_profile(p.stderr)
     block_steps = block_step_times(fwd)
     rec["block_step_ms_median"] = statistics.median(block_steps) if block_steps else None
     rec["first_steps_ms"] = [f for i, f in enumerate(fwd) if i % STEPS_PER_BLOCK == 0]

@@ -183,11 +183,9 @@ int main(int argc, char** argv) {
               g_peak / 1e9, zmm ? "zmm" : "ymm");
   benchmark::AddCustomContext("peak_f32_fma_per_thread_g", std::to_string(g_peak / 1e9));
   benchmark::AddCustomContext("peak_op", zmm ? "zmm vfmadd231ps (16 multiply-adds)" : "ymm vfmadd231ps (8)");
-  benchmark::AddCustomContext("machine", dllm::bench::run_command("lscpu | sed -n 's/^Model name: *//p'"));
-  benchmark::AddCustomContext(
-      "isa_flags", dllm::bench::run_command(
-                       "grep -m1 -o -w -E 'avx2|avx_vnni|avx512f|avx512_vnni|amx_tile|amx_int8|amx_bf16' "
-                       "/proc/cpuinfo | tr '\\n' ' '"));
+  benchmark::AddCustomContext("machine", dllm::bench::cpu_model());
+  benchmark::AddCustomContext("vendor", dllm::bench::cpu_vendor());
+  benchmark::AddCustomContext("isa_flags", dllm::bench::cpu_isa_flags());
   benchmark::AddCustomContext("commit", dllm::bench::build_commit());
   benchmark::AddCustomContext("command", command);
   std::vector<char*> args(argv, argv + argc);

@@ -535,7 +535,9 @@ int main(int argc, char** argv) {
     add_context(key + "_cpu", std::to_string(bw.median_gbs_cpu));
   }
   add_context("read_bw_buffer_bytes", std::to_string(size_t{2} << 30));
-  add_context("machine", run_command("lscpu | sed -n 's/^Model name: *//p'"));
+  add_context("machine", dllm::bench::cpu_model());
+  add_context("vendor", dllm::bench::cpu_vendor());
+  add_context("isa_flags", dllm::bench::cpu_isa_flags());
   add_context("commit", dllm::bench::build_commit());
   add_context("command", command);
   // Spinning OpenMP threads count as CPU time; passive waiting keeps the per-thread rate honest on a
