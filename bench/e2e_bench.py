@@ -68,8 +68,11 @@ def loadavg():
 def machine():
     model = platform.processor()
     flags = ""
+    vendor = None
     try:
         for line in open("/proc/cpuinfo"):
+            if line.startswith("vendor_id") and vendor is None:
+                vendor = line.split(":", 1)[1].strip()
             if line.startswith("model name") and model in ("", platform.processor()):
                 model = line.split(":", 1)[1].strip()
             if line.startswith("flags") and not flags:
@@ -85,7 +88,7 @@ def machine():
         pass
     isa = [f for f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "amx_tile", "amx_int8", "amx_bf16")
            if f" {f} " in flags + " "]
-    m = {"host": socket.gethostname(), "cpu": model, "logical_cpus": os.cpu_count(),
+    m = {"host": socket.gethostname(), "vendor": vendor, "cpu": model, "logical_cpus": os.cpu_count(),
          "mem_bytes": mem, "isa_flags": isa, "kernel": platform.release()}
     try:  # the GPU, driver and memory where nvidia-smi answers
         m["gpu"] = sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
