@@ -1,7 +1,8 @@
-// The AMX tile GEMM kernels (cpu/kernels/qgemm_tiles_kernel.h) for the packed layouts of
-// cpu/kernels/qgemm.h and qgemm_bytes.h: Q4KBlock, Q5KBlock, Q6K8Block (Q6_K) and Q80Block, with
-// the GemmArgs of the other kernels of each layout (Q4_K / Q5_K: x and bs32; Q6_K: x, not xu8;
-// Q8_0: x80, not xu8).
+// The AMX tile GEMM kernels for the packed layouts of cpu/kernels/qgemm.h and qgemm_bytes.h, with the
+// GemmArgs of the other kernels of each layout (Q4_K / Q5_K: x and bs32; Q6_K: x, not xu8; Q8_0: x80,
+// not xu8). On the hardware only Q4_K (qgemm_tiles_q4k.h, with the sub-block scales in B); the
+// per-scale-block kernel of Q5KBlock, Q6K8Block and Q80Block (qgemm_tiles_kernel.h) measured slower
+// than AVX-512 and runs only on the emulation (docs/kernels.md, "Intel AMX tiles").
 #pragma once
 
 #include "cpu/kernels/qgemm.h"
@@ -9,15 +10,14 @@
 
 namespace dllm::cpu::qgemm {
 
-/// The Intel AMX instructions (qgemm_tiles_amx.cpp, compiled with -mamx-tile -mamx-int8). Only
+/// gemm_q4_K_amx runs calls of fewer tokens than this on the AVX-512 kernel (gemm_q4_K_avx512).
+constexpr int64_t kTileMinTokens = 7;
+/// Q4_K on the Intel AMX instructions (qgemm_tiles_amx.cpp, compiled with -mamx-tile -mamx-int8). Only
 /// where isa_supported(Isa::kAmx): the CPU has AMX-TILE and AMX-INT8, the OS saves the tile state and
 /// granted this process XTILEDATA (base/isa.cpp); elsewhere the first tile instruction faults.
 void gemm_q4_K_amx(const GemmArgs& a);
-void gemm_q5_K_amx(const GemmArgs& a);
-void gemm_q6_K8_amx(const GemmArgs& a);
-void gemm_q8_0_amx(const GemmArgs& a);
 
-/// Tests only: the same kernels over TileEmu (cpu/kernels/tile_unit.h), the instructions' scalar
+/// Tests only: the tile kernels over TileEmu (cpu/kernels/tile_unit.h), the instructions' scalar
 /// emulation, on any x86-64 CPU. Far slower than every other path.
 void gemm_q4_K_amxemu(const GemmArgs& a);
 void gemm_q5_K_amxemu(const GemmArgs& a);

@@ -2,12 +2,13 @@
 // machines without AMX, the same template as qgemm_tiles_amx.cpp.
 #include "cpu/kernels/qgemm_tiles.h"
 #include "cpu/kernels/qgemm_tiles_kernel.h"
+#include "cpu/kernels/qgemm_tiles_q4k.h"
 #include "cpu/kernels/tile_unit.h"
 
 namespace dllm::cpu::qgemm {
 
 void gemm_q4_K_amxemu(const GemmArgs& a) {
-  tiles_kernel::gemm<tiles::TileEmu, tiles_kernel::Q4KFmt>(a);
+  tiles_q4k::gemm<tiles::TileEmu>(a);
 }
 void gemm_q5_K_amxemu(const GemmArgs& a) {
   tiles_kernel::gemm<tiles::TileEmu, tiles_kernel::Q5KFmt>(a);

@@ -1,4 +1,5 @@
-// The quantized GEMM on Intel AMX tiles, written once over a tile unit U (cpu/kernels/tile_unit.h):
+// The quantized GEMM on Intel AMX tiles for Q5_K, Q6_K and Q8_0 (Q4_K: qgemm_tiles_q4k.h), written
+// once over a tile unit U (cpu/kernels/tile_unit.h):
 // TileHw (the instructions, qgemm_tiles_amx.cpp) or TileEmu (their scalar emulation,
 // qgemm_tiles_emu.cpp, which the tests run on any machine). Included only by those two files.
 //
@@ -8,7 +9,7 @@
 //   B = that scale block of one 16-row group in the VNNI layout (B row k = 4 consecutive weights of
 //       each of the 16 rows: a 64-byte line of the packed layouts as it is stored);
 //   C = 16 tokens x 16 rows of int32.
-// One tdpb*d covers exactly one scale block (Q4_K / Q5_K: a sub-block of 32; Q6_K: 16; Q8_0: 32), so
+// One tdpb*d covers exactly one scale block (Q5_K: a sub-block of 32; Q6_K: 16; Q8_0: 32), so
 // its int32 result is the sub-block's exact sum(q * x); it is stored and multiplied by the row's
 // sub-block scale into S in int32, as the AVX-512 path's vpmulld does. A work step is up to 2 groups
 // (B in tmm0, tmm1) x 2 token tiles (A in tmm2, tmm3): 4 C tiles (tmm4..7), so every A and B load
@@ -35,30 +36,26 @@ using tiles::tmm_c;
 constexpr int kTok = 16;  ///< tokens per A / C tile (tile rows)
 
 /// A format: the packed block, scale blocks per block (kSubs) of kK values each (A colsb = kK bytes,
-/// B rows = kK / 4), the dot product (A = activations, B = weights), whether B is read from a
-/// per-thread plane of unpacked nibbles (Q4_K), whether the activations are Q8_0 (else Q8_K), whether
-/// there is a min term (Q4_K, Q5_K), and the row stride of B's lines. b_lines() and sub_scale() below
-/// say where a scale block's B lines are and what its scale is.
-template <class Blk, int Subs, int K, Dp Op, bool Unpack, bool Q8_0, bool Mins, int64_t BStride>
+/// B rows = kK / 4), the dot product (A = activations, B = weights), whether the activations are
+/// Q8_0 (else Q8_K), whether there is a min term (Q5_K), and the row stride of B's lines. b_lines() and
+/// sub_scale() below say where a scale block's B lines are and what its scale is.
+template <class Blk, int Subs, int K, Dp Op, bool Q8_0, bool Mins, int64_t BStride>
 struct Fmt {
   using Block = Blk;
   static constexpr int kSubs = Subs, kK = K;
   static constexpr Dp kOp = Op;
-  static constexpr bool kUnpack = Unpack, kQ8_0 = Q8_0, kMins = Mins;
+  static constexpr bool kQ8_0 = Q8_0, kMins = Mins;
   static constexpr int64_t kBStride = BStride;
 };
 
-/// Q4_K: q 0..15 (u8) times Q8_K (s8): tdpbsud. The nibbles are unpacked once per group into a
-/// plane laid out as Q5KBlock::q (value 32j + 4p + b in line p of sub-block j), which B loads from.
-using Q4KFmt = Fmt<Q4KBlock, 8, 32, Dp::kSU, true, false, true, 64>;
 /// Q5_K: q 0..31 (u8, a byte each) times Q8_K: tdpbsud, B straight from Q5KBlock::q[j].
-using Q5KFmt = Fmt<Q5KBlock, 8, 32, Dp::kSU, false, false, true, 64>;
+using Q5KFmt = Fmt<Q5KBlock, 8, 32, Dp::kSU, false, true, 64>;
 /// Q6_K over Q6K8Block: q - 32 (s8) times Q8_K (s8): tdpbssd, so the -32 offset is in the products
 /// and no activation sums are needed. Sub-block j = 2s + h has its 4 lines at q[s][p][h], 128 bytes
 /// apart: B is loaded with stride 128.
-using Q6KFmt = Fmt<Q6K8Block, 16, 16, Dp::kSS, false, false, false, 2 * kRows * 4>;
+using Q6KFmt = Fmt<Q6K8Block, 16, 16, Dp::kSS, false, false, 2 * kRows * 4>;
 /// Q8_0: q (s8) times Q8_0 activations (s8): tdpbssd, one block of 32 per "super-block".
-using Q80Fmt = Fmt<Q80Block, 1, 32, Dp::kSS, false, true, false, 64>;
+using Q80Fmt = Fmt<Q80Block, 1, 32, Dp::kSS, true, false, 64>;
 
 inline const void* b_lines(const Q5KBlock& blk, int j) {
   return blk.q[j];
@@ -69,7 +66,7 @@ inline const void* b_lines(const Q6K8Block& blk, int j) {
 inline const void* b_lines(const Q80Block& blk, int) {
   return blk.qs;
 }
-/// Q4_K, Q5_K: the 6-bit sc[j] of row r.
+/// Q5_K: the 6-bit sc[j] of row r.
 template <class Block>
 int32_t sub_scale(const Block& blk, int j, int r) {
   return blk.scales[j][r];
@@ -81,32 +78,13 @@ inline int32_t sub_scale(const Q80Block&, int, int) {
   return 1;
 }
 
-/// The Q4_K nibbles of one group (n_sb blocks) as bytes: plane[((b * 8 + j) * 8 + p) * 64 + 4r + i] =
-/// q[32j + 4p + i] of row r in block b (lines p < 4 the low nibbles of qs[j][p], p >= 4 the high
-/// nibbles of qs[j][p - 4]).
-inline void unpack_q4_K(const Q4KBlock* blk, int64_t n_sb, uint8_t* plane) {
-  for (int64_t b = 0; b < n_sb; ++b) {
-    for (int j = 0; j < 8; ++j) {
-      for (int p = 0; p < 4; ++p) {
-        const uint8_t* src = &blk[b].qs[j][p][0][0];
-        uint8_t* lo = plane + ((b * 8 + j) * 8 + p) * 64;
-        uint8_t* hi = lo + 4 * 64;
-        for (int i = 0; i < 64; ++i) {
-          lo[i] = src[i] & 0x0F;
-          hi[i] = src[i] >> 4;
-        }
-      }
-    }
-  }
-}
-
 template <class U, Dp Op, int S, int P>
 inline void dot() {
   U::template dp<Op, tmm_c(S, P), tmm_a(S), tmm_b(P)>();
 }
 
 /// y = W x for the groups and tokens in `a` (GemmArgs as for the other kernels of the format:
-/// Q4_K / Q5_K read x and bs32, Q6_K reads x, Q8_0 reads x80). Leaves the tile unit released.
+/// Q5_K reads x and bs32, Q6_K reads x, Q8_0 reads x80). Leaves the tile unit released.
 template <class U, class F>
 void gemm(const GemmArgs& a) {
   using Block = typename F::Block;
@@ -129,10 +107,6 @@ void gemm(const GemmArgs& a) {
     return x_bytes + t * x_stride + b * x_block + x_qs + F::kK * j;
   };
 
-  thread_local std::vector<uint8_t> plane;  // Q4_K: the unpacked bytes of the pair's groups
-  const int64_t plane_group = n_sb * 8 * 8 * 64;
-  if constexpr (F::kUnpack) plane.resize(size_t(2 * plane_group));
-
   alignas(64) int32_t c[2][2][kTok][kRows];  // [token tile][group]: the C tiles of one scale block
   alignas(64) int32_t s_int[2][2][kTok][kRows];
   alignas(64) float acc[2][2][kTok][kRows];
@@ -141,9 +115,6 @@ void gemm(const GemmArgs& a) {
 
   for (int64_t g0 = a.g_begin; g0 < a.g_end; g0 += 2) {
     const int np = a.g_end - g0 >= 2 ? 2 : 1;
-    if constexpr (F::kUnpack) {
-      for (int p = 0; p < np; ++p) unpack_q4_K(w + (g0 + p) * n_sb, n_sb, plane.data() + p * plane_group);
-    }
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 2 * kTok) {
       const int m[2] = {int(std::min<int64_t>(kTok, a.n_tokens - t0)),
                         int(std::clamp<int64_t>(a.n_tokens - t0 - kTok, 0, kTok))};
@@ -166,12 +137,7 @@ void gemm(const GemmArgs& a) {
         std::memset(s_int, 0, sizeof s_int);
         for (int j = 0; j < F::kSubs; ++j) {
           for (int p = 0; p < np; ++p) {
-            const void* src;
-            if constexpr (F::kUnpack) {
-              src = plane.data() + p * plane_group + (b * 8 + j) * 8 * 64;
-            } else {
-              src = b_lines(*blk[p], j);
-            }
+            const void* src = b_lines(*blk[p], j);
             if (p == 0) {
               U::template load<tmm_b(0)>(src, F::kBStride);
             } else {
