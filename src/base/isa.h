@@ -62,9 +62,8 @@ bool amx_bf16_supported();
 /// lacks; empty when it can.
 std::string amx_unavailable_reason();
 
-/// The path `auto` picks: kAvx512Vnni, else kAvxVnni, else kAvx2, else kScalar. Never kAmx, even where
-/// it is supported: the tile GEMM runs only when asked for (--isa amx) until it is measured faster
-/// than the AVX-512 path on an AMX machine (docs/kernels.md, "Intel AMX tiles").
+/// The path `auto` picks: kAmx, else kAvx512Vnni, else kAvxVnni, else kAvx2, else kScalar (kAmx is
+/// kAvx512Vnni with Q4_K on AMX tiles, measured faster: docs/kernels.md, "Intel AMX tiles").
 /// Ignores $DLLM_CPU_ISA (see choose_isa).
 Isa best_isa();
 

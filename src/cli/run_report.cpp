@@ -29,7 +29,7 @@ std::string report_json(const RunReport& r) {
   j["quant_mix"] = r.quant_mix;
   j["device"] = r.device;
   j["isa"] = r.isa;
-  // Why the AMX tile path did or did not run (auto never picks it; base/isa.h).
+  // Whether the AMX tile path ran, or why not (base/isa.h).
   if (r.device == "cpu") j["amx"] = amx_status(r.isa == "amx" ? Isa::kAmx : Isa::kScalar);
   j["threads"] = r.threads;
   j["seed"] = r.seed;

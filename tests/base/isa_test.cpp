@@ -49,8 +49,9 @@ TEST(Dispatch, FeaturesMatchProcCpuinfo) {
 TEST(Dispatch, BestIsaIsSupportedAndScalarAlwaysIs) {
   EXPECT_TRUE(isa_supported(Isa::kScalar));
   EXPECT_TRUE(isa_supported(best_isa()));
-  // Nothing supported ranks above the best.
-  if (best_isa() != Isa::kAvx512Vnni) {
+  // Nothing supported ranks above the best (amx, then avx512vnni).
+  if (best_isa() != Isa::kAmx) EXPECT_FALSE(isa_supported(Isa::kAmx));
+  if (best_isa() != Isa::kAmx && best_isa() != Isa::kAvx512Vnni) {
     EXPECT_FALSE(isa_supported(Isa::kAvx512Vnni));
   }
 }
@@ -169,12 +170,15 @@ TEST(Dispatch, AmxFlagsAgreeWithProcCpuinfo) {
   }
 }
 
-// auto (flag or environment) never picks the tile path, with or without AMX.
-TEST(Dispatch, AutoNeverPicksAmx) {
-  EXPECT_NE(best_isa(), Isa::kAmx);
+// auto (flag or environment) picks the tile path exactly where it is supported; its vector code is
+// avx512vnni's.
+TEST(Dispatch, AutoPicksAmxWhereSupported) {
   ScopedEnv env("DLLM_CPU_ISA", nullptr);
-  EXPECT_NE(choose_isa(""), Isa::kAmx);
-  EXPECT_NE(choose_isa("auto"), Isa::kAmx);
+  const bool amx = isa_supported(Isa::kAmx);
+  EXPECT_EQ(best_isa() == Isa::kAmx, amx);
+  EXPECT_EQ(choose_isa("") == Isa::kAmx, amx);
+  EXPECT_EQ(choose_isa("auto") == Isa::kAmx, amx);
+  if (!amx && isa_supported(Isa::kAvx512Vnni)) EXPECT_EQ(best_isa(), Isa::kAvx512Vnni);
   EXPECT_EQ(vector_isa(Isa::kAmx), Isa::kAvx512Vnni);
   EXPECT_EQ(vector_isa(Isa::kAvx2), Isa::kAvx2);
 }

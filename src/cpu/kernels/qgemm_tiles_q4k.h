@@ -111,10 +111,10 @@ inline void super_block_step(const Q4KBlock& bk, const int32_t (*c0)[kRows], con
       std::memcpy(&pair, bs + 2 * q, 4);
       mm = _mm512_dpwssd_epi32(mm, mins[q], _mm512_set1_epi32(pair));
     }
-    const __m512 inner =
-        _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(s)), _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(mm)));
-    const __m512 dx = _mm512_set1_ps(x[t * n_sb].d);
-    _mm512_store_ps(acc[t], _mm512_fmadd_ps(dx, inner, _mm512_load_ps(acc[t])));
+    // The AVX-512 kernel's operations in its order (qgemm_avx512.cpp), so a token's result does not
+    // depend on which of the two kernels its call ran (gemm_q4_K_amx sends few tokens there).
+    const __m512 f = _mm512_fmsub_ps(d, _mm512_cvtepi32_ps(s), _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(mm)));
+    _mm512_store_ps(acc[t], _mm512_fmadd_ps(f, _mm512_set1_ps(x[t * n_sb].d), _mm512_load_ps(acc[t])));
   }
 #else
   float d[kRows], dmin[kRows];
