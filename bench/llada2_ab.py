@@ -38,6 +38,15 @@ def run(binary, model, prompt, threads, env):
             " ".join(c if c != prompt else "\"<BOS + 'the' x 511>\"" for c in ["BIN", *cmd[1:]]))
 
 
+def version_commit(binary):
+    """The commit `BINARY --version` names (the binary may be a copy under another name)."""
+    try:
+        out = e2e.sh([binary, "--version"]).stdout
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return "unknown"
+    return (re.findall(r"commit (\S+)\)", out) or ["unknown"])[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--a", required=True, help="dllm binary A (the change)")
@@ -77,8 +86,7 @@ def main():
         "threads": a.threads,
         "env": {"A": a.env_a, "B": a.env_b},
         "busy_core": "one `yes > /dev/null` process ran during every run" if a.busy else None,
-        "commits": {k: (re.findall(r"commit (\S+)\)", e2e.commit_of(Path(b).parent)) or ["unknown"])[0]
-                    for k, b in (("A", a.a), ("B", a.b))},
+        "commits": {k: version_commit(b) for k, b in (("A", a.a), ("B", a.b))},
         "step_ms_median_per_run": med,
         "tokens_sha256": {k: sorted(v) for k, v in tok.items()},
         "same_tokens": tok["A"] == tok["B"] and len(tok["A"]) == 1,
