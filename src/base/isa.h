@@ -63,7 +63,7 @@ bool amx_bf16_supported();
 std::string amx_unavailable_reason();
 
 /// The path `auto` picks: kAmx, else kAvx512Vnni, else kAvxVnni, else kAvx2, else kScalar (kAmx is
-/// kAvx512Vnni with Q4_K on AMX tiles, measured faster: docs/kernels.md, "Intel AMX tiles").
+/// kAvx512Vnni with Q4_K and Q5_K on AMX tiles, measured faster: docs/kernels.md, "Intel AMX tiles").
 /// Ignores $DLLM_CPU_ISA (see choose_isa).
 Isa best_isa();
 

@@ -31,8 +31,8 @@ using Kernel = void (*)(const qgemm::GemmArgs&);
 // path's Q6KBlock kernel for WeightLayout::kCompact, where it has one at VNNI speed (else nullptr).
 // q5_0: the path's Q50Block kernel; nullptr: Q5_0 is converted to Q8_0 exactly and packed as Q80Block
 // (the emulated tiles, whose kernel reads Q80Block lines as stored). The amx path is avx512vnni with
-// Q4_K on tiles: the tile kernels of the other layouts measured slower than their AVX-512 ones
-// (docs/kernels.md, "Intel AMX tiles"), so they run only in the emulated set the tests use.
+// Q4_K and Q5_K on tiles: the tile kernel of Q6_K and Q8_0 measured slower than their AVX-512 ones
+// (docs/kernels.md, "Intel AMX tiles"), so it runs only in the emulated set the tests use.
 struct KernelSet {
   Kernel q4_K, q5_K, q6_K, q8_0;
   bool q6_K8 = false, u8 = false, q6_K8_u8 = true;
@@ -53,8 +53,8 @@ KernelSet kernel_set(Isa isa) {
       return {gemm_q4_K_avx512,    gemm_q5_K_avx512, gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true, true,
               gemm_q6_K_avx512ymm, gemm_q5_0_avx512};
     case Isa::kAmx:
-      return {gemm_q4_K_amx, gemm_q5_K_avx512,    gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true,
-              true,          gemm_q6_K_avx512ymm, gemm_q5_0_avx512};
+      return {gemm_q4_K_amx, gemm_q5_K_amx, gemm_q6_K8_avx512,   gemm_q8_0_avx512, true,
+              true,          true,          gemm_q6_K_avx512ymm, gemm_q5_0_avx512};
     case Isa::kScalar:
       break;
   }

@@ -50,7 +50,9 @@ TEST(Dispatch, BestIsaIsSupportedAndScalarAlwaysIs) {
   EXPECT_TRUE(isa_supported(Isa::kScalar));
   EXPECT_TRUE(isa_supported(best_isa()));
   // Nothing supported ranks above the best (amx, then avx512vnni).
-  if (best_isa() != Isa::kAmx) EXPECT_FALSE(isa_supported(Isa::kAmx));
+  if (best_isa() != Isa::kAmx) {
+    EXPECT_FALSE(isa_supported(Isa::kAmx));
+  }
   if (best_isa() != Isa::kAmx && best_isa() != Isa::kAvx512Vnni) {
     EXPECT_FALSE(isa_supported(Isa::kAvx512Vnni));
   }
@@ -148,9 +150,15 @@ TEST(Dispatch, AmxFlagsAgreeWithProcCpuinfo) {
   const std::set<std::string> flags = proc_cpu_flags();
   if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags line on this system";
   const CpuFeatures& f = cpu_features();
-  if (flags.count("amx_tile")) EXPECT_TRUE(f.amx_tile);
-  if (flags.count("amx_int8")) EXPECT_TRUE(f.amx_int8);
-  if (flags.count("amx_bf16")) EXPECT_TRUE(f.amx_bf16);
+  if (flags.count("amx_tile")) {
+    EXPECT_TRUE(f.amx_tile);
+  }
+  if (flags.count("amx_int8")) {
+    EXPECT_TRUE(f.amx_int8);
+  }
+  if (flags.count("amx_bf16")) {
+    EXPECT_TRUE(f.amx_bf16);
+  }
   if (amx_bf16_supported()) {
     EXPECT_TRUE(flags.count("amx_tile") && flags.count("amx_bf16"));
     EXPECT_TRUE(f.os_tile_state && f.amx_permitted);
@@ -178,7 +186,9 @@ TEST(Dispatch, AutoPicksAmxWhereSupported) {
   EXPECT_EQ(best_isa() == Isa::kAmx, amx);
   EXPECT_EQ(choose_isa("") == Isa::kAmx, amx);
   EXPECT_EQ(choose_isa("auto") == Isa::kAmx, amx);
-  if (!amx && isa_supported(Isa::kAvx512Vnni)) EXPECT_EQ(best_isa(), Isa::kAvx512Vnni);
+  if (!amx && isa_supported(Isa::kAvx512Vnni)) {
+    EXPECT_EQ(best_isa(), Isa::kAvx512Vnni);
+  }
   EXPECT_EQ(vector_isa(Isa::kAmx), Isa::kAvx512Vnni);
   EXPECT_EQ(vector_isa(Isa::kAvx2), Isa::kAvx2);
 }

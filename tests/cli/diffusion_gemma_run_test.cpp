@@ -171,7 +171,9 @@ TEST(DiffusionGemmaRun, RunsFollowTheCliUntilANearTieAtLlamaCppsOwnRounding) {
             before["min_sample_margin_accepted"].get<double>(), before["entropy_bound_margin"].get<double>());
         margins = b;
       }
-      if (d.step < 0) EXPECT_TRUE(same) << run;
+      if (d.step < 0) {
+        EXPECT_TRUE(same) << run;
+      }
       const bool as_llama =
           d.step >= 0 && d.step == llama.step && d.input == llama.input && d.positions == llama.positions;
       identical += same;

@@ -652,14 +652,15 @@ TEST_P(QGemm, Q8_0AndQ5_0GiveTheAvx2KernelsBits) {
   }
 }
 
-// The amx path's Q4_K runs calls of fewer than kTileMinTokens tokens on the AVX-512 kernel and the
-// rest on tiles; both compute the same exact int32 S and M per row, token and super-block and then
-// the same f32 steps (docs/kernels.md, "Intel AMX tiles"), so a token's result does not depend on
-// how many tokens its call had: the exact K/V caches and the windowed forward pass rely on that.
+// The amx path's Q4_K and Q5_K run calls of fewer than kTileMinTokens tokens on the AVX-512 kernel
+// and the rest on tiles; both compute the same exact int32 S and M per row, token and super-block and
+// then the same f32 steps (docs/kernels.md, "Intel AMX tiles"), so a token's result does not depend
+// on how many tokens its call had: the exact K/V caches and the windowed forward pass rely on that.
 // 40 rows are a group pair and a lone group; the token counts cover both kernels, one and two token
 // tiles, and more than 32 (each group unpacked once for all its token steps).
-TEST_P(QGemm, AmxQ4_KGivesTheAvx512KernelsBits) {
-  if (type() != GgmlType::Q4_K || path() != Path::kAmx) GTEST_SKIP() << "the amx path's Q4_K";
+TEST_P(QGemm, AmxKQuantsGiveTheAvx512KernelsBits) {
+  if ((type() != GgmlType::Q4_K && type() != GgmlType::Q5_K) || path() != Path::kAmx)
+    GTEST_SKIP() << "the amx path's Q4_K and Q5_K";
   for (int64_t n_tokens : {1, 6, 7, 16, 17, 32, 33, 50}) {
     const Weights w = random_weights(type(), 40, 1024, uint64_t(n_tokens + 400));
     const Acts a = random_acts(n_tokens, 1024, uint64_t(n_tokens + 500));

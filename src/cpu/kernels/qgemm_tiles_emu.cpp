@@ -2,16 +2,16 @@
 // machines without AMX, the same template as qgemm_tiles_amx.cpp.
 #include "cpu/kernels/qgemm_tiles.h"
 #include "cpu/kernels/qgemm_tiles_kernel.h"
-#include "cpu/kernels/qgemm_tiles_q4k.h"
+#include "cpu/kernels/qgemm_tiles_scaled.h"
 #include "cpu/kernels/tile_unit.h"
 
 namespace dllm::cpu::qgemm {
 
 void gemm_q4_K_amxemu(const GemmArgs& a) {
-  tiles_q4k::gemm<tiles::TileEmu>(a);
+  tiles_scaled::gemm<tiles::TileEmu, Q4KBlock>(a);
 }
 void gemm_q5_K_amxemu(const GemmArgs& a) {
-  tiles_kernel::gemm<tiles::TileEmu, tiles_kernel::Q5KFmt>(a);
+  tiles_scaled::gemm<tiles::TileEmu, Q5KBlock>(a);
 }
 void gemm_q6_K8_amxemu(const GemmArgs& a) {
   tiles_kernel::gemm<tiles::TileEmu, tiles_kernel::Q6KFmt>(a);

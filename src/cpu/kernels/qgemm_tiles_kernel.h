@@ -1,5 +1,5 @@
-// The quantized GEMM on Intel AMX tiles for Q5_K, Q6_K and Q8_0 (Q4_K: qgemm_tiles_q4k.h), written
-// once over a tile unit U (cpu/kernels/tile_unit.h):
+// The quantized GEMM on Intel AMX tiles for Q6_K and Q8_0, one tile product per scale block (Q4_K and
+// Q5_K: qgemm_tiles_scaled.h), written once over a tile unit U (cpu/kernels/tile_unit.h):
 // TileHw (the instructions, qgemm_tiles_amx.cpp) or TileEmu (their scalar emulation,
 // qgemm_tiles_emu.cpp, which the tests run on any machine). Included only by those two files.
 //
@@ -9,7 +9,7 @@
 //   B = that scale block of one 16-row group in the VNNI layout (B row k = 4 consecutive weights of
 //       each of the 16 rows: a 64-byte line of the packed layouts as it is stored);
 //   C = 16 tokens x 16 rows of int32.
-// One tdpb*d covers exactly one scale block (Q5_K: a sub-block of 32; Q6_K: 16; Q8_0: 32), so
+// One tdpb*d covers exactly one scale block (Q6_K: a sub-block of 16; Q8_0: a block of 32), so
 // its int32 result is the sub-block's exact sum(q * x); it is stored and multiplied by the row's
 // sub-block scale into S in int32, as the AVX-512 path's vpmulld does. A work step is up to 2 groups
 // (B in tmm0, tmm1) x 2 token tiles (A in tmm2, tmm3): 4 C tiles (tmm4..7), so every A and B load
@@ -37,39 +37,29 @@ constexpr int kTok = 16;  ///< tokens per A / C tile (tile rows)
 
 /// A format: the packed block, scale blocks per block (kSubs) of kK values each (A colsb = kK bytes,
 /// B rows = kK / 4), the dot product (A = activations, B = weights), whether the activations are
-/// Q8_0 (else Q8_K), whether there is a min term (Q5_K), and the row stride of B's lines. b_lines() and
-/// sub_scale() below say where a scale block's B lines are and what its scale is.
-template <class Blk, int Subs, int K, Dp Op, bool Q8_0, bool Mins, int64_t BStride>
+/// Q8_0 (else Q8_K), and the row stride of B's lines. b_lines() and sub_scale() below say where a
+/// scale block's B lines are and what its scale is.
+template <class Blk, int Subs, int K, Dp Op, bool Q8_0, int64_t BStride>
 struct Fmt {
   using Block = Blk;
   static constexpr int kSubs = Subs, kK = K;
   static constexpr Dp kOp = Op;
-  static constexpr bool kQ8_0 = Q8_0, kMins = Mins;
+  static constexpr bool kQ8_0 = Q8_0;
   static constexpr int64_t kBStride = BStride;
 };
 
-/// Q5_K: q 0..31 (u8, a byte each) times Q8_K: tdpbsud, B straight from Q5KBlock::q[j].
-using Q5KFmt = Fmt<Q5KBlock, 8, 32, Dp::kSU, false, true, 64>;
 /// Q6_K over Q6K8Block: q - 32 (s8) times Q8_K (s8): tdpbssd, so the -32 offset is in the products
 /// and no activation sums are needed. Sub-block j = 2s + h has its 4 lines at q[s][p][h], 128 bytes
 /// apart: B is loaded with stride 128.
-using Q6KFmt = Fmt<Q6K8Block, 16, 16, Dp::kSS, false, false, 2 * kRows * 4>;
+using Q6KFmt = Fmt<Q6K8Block, 16, 16, Dp::kSS, false, 2 * kRows * 4>;
 /// Q8_0: q (s8) times Q8_0 activations (s8): tdpbssd, one block of 32 per "super-block".
-using Q80Fmt = Fmt<Q80Block, 1, 32, Dp::kSS, true, false, 64>;
+using Q80Fmt = Fmt<Q80Block, 1, 32, Dp::kSS, true, 64>;
 
-inline const void* b_lines(const Q5KBlock& blk, int j) {
-  return blk.q[j];
-}
 inline const void* b_lines(const Q6K8Block& blk, int j) {
   return blk.q[j / 2][0][j % 2];
 }
 inline const void* b_lines(const Q80Block& blk, int) {
   return blk.qs;
-}
-/// Q5_K: the 6-bit sc[j] of row r.
-template <class Block>
-int32_t sub_scale(const Block& blk, int j, int r) {
-  return blk.scales[j][r];
 }
 inline int32_t sub_scale(const Q6K8Block& blk, int j, int r) {
   return blk.scales[j / 2][r][j % 2];
@@ -84,7 +74,7 @@ inline void dot() {
 }
 
 /// y = W x for the groups and tokens in `a` (GemmArgs as for the other kernels of the format:
-/// Q5_K reads x and bs32, Q6_K reads x, Q8_0 reads x80). Leaves the tile unit released.
+/// Q6_K reads x, Q8_0 reads x80). Leaves the tile unit released.
 template <class U, class F>
 void gemm(const GemmArgs& a) {
   using Block = typename F::Block;
@@ -172,14 +162,13 @@ void gemm(const GemmArgs& a) {
         // The block's f32 step, as the scalar kernels (qgemm_scalar.cpp, qgemm_bytes_scalar.cpp).
         for (int p = 0; p < np; ++p) {
           const Block& bk = *blk[p];
-          float d[kRows], dmin[kRows];
+          float d[kRows];
           for (int r = 0; r < kRows; ++r) {
-            if constexpr (F::kMins || F::kQ8_0) {
+            if constexpr (F::kQ8_0) {
               d[r] = quant::fp16_to_fp32(bk.d[r]);
             } else {
               d[r] = bk.d[r];  // Q6K8Block keeps d in f32
             }
-            if constexpr (F::kMins) dmin[r] = quant::fp16_to_fp32(bk.dmin[r]);
           }
           for (int s = 0; s < ns; ++s) {
             for (int t = 0; t < m[s]; ++t) {
@@ -187,15 +176,6 @@ void gemm(const GemmArgs& a) {
               if constexpr (F::kQ8_0) {
                 const float dx = quant::fp16_to_fp32(a.x80[tok * n_sb + b].d);
                 for (int r = 0; r < kRows; ++r) acc[s][p][t][r] += (d[r] * dx) * float(s_int[s][p][t][r]);
-              } else if constexpr (F::kMins) {
-                const float dx = a.x[tok * n_sb + b].d;
-                const int16_t* bs = a.bs32 + (tok * n_sb + b) * 8;
-                for (int r = 0; r < kRows; ++r) {
-                  int32_t mm = 0;  // sum_j m[j] * (sum of the 32 activations of sub-block j)
-                  for (int q = 0; q < 4; ++q)
-                    mm += bk.mins[q][r][0] * bs[2 * q] + bk.mins[q][r][1] * bs[2 * q + 1];
-                  acc[s][p][t][r] += dx * (d[r] * float(s_int[s][p][t][r]) - dmin[r] * float(mm));
-                }
               } else {
                 const float dx = a.x[tok * n_sb + b].d;
                 for (int r = 0; r < kRows; ++r) acc[s][p][t][r] += dx * (d[r] * float(s_int[s][p][t][r]));

@@ -1,16 +1,16 @@
-// Q4_K on AMX tiles with the sub-block scales inside B, written once over a tile unit U
+// Q4_K and Q5_K on AMX tiles with the sub-block scales inside B, written once over a tile unit U
 // (cpu/kernels/tile_unit.h): TileHw (qgemm_tiles_amx.cpp) or TileEmu (qgemm_tiles_emu.cpp). Included
 // only by those two files.
 //
-// Why (docs/kernels.md, "Intel AMX tiles"): a tile product sums over all of its K, but Q4_K's scale
-// sc[j] changes every 32 values of K and per row, and sc * q (up to 63 x 15 = 945) is no byte. So each
-// group's nibbles are unpacked once into two byte planes with the scale split as sc = 16 sh + sl:
-//   plane 0: sl * q  (sl = sc & 15 <= 15, so <= 225: an unsigned byte),
-//   plane 1: sh * q  (sh = sc >> 4 <= 3, so <= 45).
+// Why (docs/kernels.md, "Intel AMX tiles"): a tile product sums over all of its K, but the 6-bit scale
+// sc[j] changes every 32 values of K and per row, and sc * q (up to 63 x 15 = 945 for Q4_K, 63 x 31
+// for Q5_K) is no byte. So each super-block of a group is unpacked once into two byte planes with the
+// scale split as sc = 2^s sh + sl (Split below; Q4_K: s = 4, Q5_K: s = 3):
+//   plane 0: sl * q,  plane 1: sh * q,  both at most 225 (Q4_K) or 217 (Q5_K): unsigned bytes.
 // Then C0 = sum over a whole super-block (4 tdpbsud of K = 64) of x * (sl q), C1 likewise with sh, and
-// S = 16 C1 + C0 = sum_j sc[j] sum_{i in j} q_i x_i: exactly the int32 S of the scalar and AVX-512
+// S = 2^s C1 + C0 = sum_j sc[j] sum_{i in j} q_i x_i: exactly the int32 S of the scalar and AVX-512
 // kernels (|S| < 2^31, docs/kernels.md "Arithmetic"), without a tile store per sub-block. The f32
-// step per super-block is the scalar kernel's: y += d_x (d S - dmin M), M = sum_j m[j] bs32[j].
+// step per super-block is the AVX-512 kernels': y += d_x (d S - dmin M), M = sum_j m[j] bs32[j].
 //
 // Work step: one 16-row group (its planes in tmm0, tmm1) x up to 2 token tiles (A in tmm2, tmm3),
 // C of token tile s and plane p in tmm4 + 2 s + p; each A and B load feeds two tdpbsud.
@@ -26,10 +26,11 @@
 #endif
 
 #include "cpu/kernels/qgemm.h"
+#include "cpu/kernels/qgemm_bytes.h"
 #include "cpu/kernels/tile_unit.h"
 #include "quant/quant.h"
 
-namespace dllm::cpu::qgemm::tiles_q4k {
+namespace dllm::cpu::qgemm::tiles_scaled {
 
 using tiles::Dp;
 using tiles::tmm_a;
@@ -40,6 +41,33 @@ constexpr int kTok = 16;  ///< tokens per A / C tile
 constexpr int64_t kPlaneSb =
     2 * 8 * 8 * 64;            ///< plane bytes per super-block: 2 planes x 8 sub-blocks x 8 lines
 constexpr int64_t kAhead = 4;  ///< super-blocks between a prefetch and the unpacking of that block
+
+/// How a format's 6-bit scale splits: sc = 2^kShift sh + sl with sl = sc & (2^kShift - 1), sh = sc >>
+/// kShift, so that both sl q and sh q are bytes: Q4_K (q <= 15) 16 sh + sl, both products <= 225 and
+/// 45; Q5_K (q <= 31) 8 sh + sl, both <= 7 x 31 = 217. S = 2^kShift C1 + C0.
+template <class Block>
+struct Split;
+template <>
+struct Split<Q4KBlock> {
+  static constexpr int kShift = 4;
+};
+template <>
+struct Split<Q5KBlock> {
+  static constexpr int kShift = 3;
+};
+
+#if defined(__AVX512BW__)
+/// The two scale vectors of sub-block j for vpmullw: lane r's 16-bit halves both hold row r's sl
+/// (w[0]) or sh (w[1]).
+template <int Shift>
+inline void split_scales(const uint8_t* scales_j, __m512i w[2]) {
+  const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales_j)));
+  const __m512i s0 = _mm512_and_si512(sc, _mm512_set1_epi32((1 << Shift) - 1));
+  const __m512i s1 = _mm512_srli_epi32(sc, Shift);
+  w[0] = _mm512_or_si512(s0, _mm512_slli_epi32(s0, 16));
+  w[1] = _mm512_or_si512(s1, _mm512_slli_epi32(s1, 16));
+}
+#endif
 
 /// The scale-multiplied bytes of one group (n_sb super-blocks): plane[(((b * 2 + h) * 8 + j) * 8 + p) * 64
 /// + 4 r + i] = s_h(r, j) * q[32 j + 4 p + i] of row r in super-block b, s_0 = sc & 15, s_1 = sc >> 4
@@ -52,12 +80,9 @@ inline void unpack_scaled(const Q4KBlock* blk, int64_t n_sb, uint8_t* plane) {
 #if defined(__AVX512BW__)
       // Per 16-bit lane the two bytes of one row times that row's scale: q <= 15 and s <= 15, so the
       // low byte's product stays below 256 and never carries into the high byte.
-      const __m512i sc =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[b].scales[j])));
-      const __m512i s0 = _mm512_and_si512(sc, _mm512_set1_epi32(15));
-      const __m512i s1 = _mm512_srli_epi32(sc, 4);
-      const __m512i w0 = _mm512_or_si512(s0, _mm512_slli_epi32(s0, 16));
-      const __m512i w1 = _mm512_or_si512(s1, _mm512_slli_epi32(s1, 16));
+      __m512i w[2];
+      split_scales<Split<Q4KBlock>::kShift>(blk[b].scales[j], w);
+      const __m512i w0 = w[0], w1 = w[1];
       const __m512i nib = _mm512_set1_epi8(15);
       for (int p = 0; p < 4; ++p) {
         const __m512i v = _mm512_load_si512(blk[b].qs[j][p]);
@@ -90,10 +115,44 @@ inline void unpack_scaled(const Q4KBlock* blk, int64_t n_sb, uint8_t* plane) {
   }
 }
 
+/// The same planes for Q5_K: its bytes are already laid out as the planes' lines (Q5KBlock::q[j][p]:
+/// value 32 j + 4 p + i of row r at 4 r + i), so each line is multiplied by sl and by sh.
+inline void unpack_scaled(const Q5KBlock* blk, int64_t n_sb, uint8_t* plane) {
+  for (int64_t b = 0; b < n_sb; ++b) {
+    uint8_t* out = plane + b * kPlaneSb;
+    for (int j = 0; j < 8; ++j) {
+      uint8_t* o0 = out + (0 * 8 + j) * 8 * 64;
+      uint8_t* o1 = out + (1 * 8 + j) * 8 * 64;
+#if defined(__AVX512BW__)
+      // q <= 31 and s <= 7: the low byte's product stays below 256 (as for Q4_K above).
+      __m512i w[2];
+      split_scales<Split<Q5KBlock>::kShift>(blk[b].scales[j], w);
+      for (int p = 0; p < 8; ++p) {
+        const __m512i v = _mm512_load_si512(blk[b].q[j][p]);
+        _mm512_store_si512(o0 + p * 64, _mm512_mullo_epi16(v, w[0]));
+        _mm512_store_si512(o1 + p * 64, _mm512_mullo_epi16(v, w[1]));
+      }
+#else
+      for (int p = 0; p < 8; ++p) {
+        for (int r = 0; r < kRows; ++r) {
+          const int sc = blk[b].scales[j][r];
+          for (int i = 0; i < 4; ++i) {
+            const int q = blk[b].q[j][p][r][i];
+            o0[p * 64 + 4 * r + i] = uint8_t((sc & 7) * q);
+            o1[p * 64 + 4 * r + i] = uint8_t((sc >> 3) * q);
+          }
+        }
+      }
+#endif
+    }
+  }
+}
+
 /// acc[t][r] += dx_t (d[r] S - dmin[r] M) for the m tokens of one token tile and super-block, with
-/// S = 16 c1 + c0 (the tile results, m x 16 int32 each) and M = sum_j m[j] bs32[j] of row r.
-inline void super_block_step(const Q4KBlock& bk, const int32_t (*c0)[kRows], const int32_t (*c1)[kRows],
-                             int m, const quant::block_q8_K* x, const int16_t* bs32, int64_t n_sb,
+/// S = 2^kShift c1 + c0 (the tile results, m x 16 int32 each) and M = sum_j m[j] bs32[j] of row r.
+template <class Block>
+inline void super_block_step(const Block& bk, const int32_t (*c0)[kRows], const int32_t (*c1)[kRows], int m,
+                             const quant::block_q8_K* x, const int16_t* bs32, int64_t n_sb,
                              float (*acc)[kRows]) {
 #if defined(__AVX512BW__)
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bk.d)));
@@ -102,8 +161,8 @@ inline void super_block_step(const Q4KBlock& bk, const int32_t (*c0)[kRows], con
   for (int q = 0; q < 4; ++q)
     mins[q] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bk.mins[q])));
   for (int t = 0; t < m; ++t) {
-    const __m512i s =
-        _mm512_add_epi32(_mm512_load_si512(c0[t]), _mm512_slli_epi32(_mm512_load_si512(c1[t]), 4));
+    const __m512i s = _mm512_add_epi32(_mm512_load_si512(c0[t]),
+                                       _mm512_slli_epi32(_mm512_load_si512(c1[t]), Split<Block>::kShift));
     const int16_t* bs = bs32 + t * n_sb * 8;
     __m512i mm = _mm512_setzero_si512();
     for (int q = 0; q < 4; ++q) {
@@ -111,8 +170,9 @@ inline void super_block_step(const Q4KBlock& bk, const int32_t (*c0)[kRows], con
       std::memcpy(&pair, bs + 2 * q, 4);
       mm = _mm512_dpwssd_epi32(mm, mins[q], _mm512_set1_epi32(pair));
     }
-    // The AVX-512 kernel's operations in its order (qgemm_avx512.cpp), so a token's result does not
-    // depend on which of the two kernels its call ran (gemm_q4_K_amx sends few tokens there).
+    // The AVX-512 kernels' operations in their order (qgemm_avx512.cpp, qgemm_bytes_ymm.h), so a
+    // token's result does not depend on which of the two kernels its call ran (gemm_q4_K_amx and
+    // gemm_q5_K_amx send few tokens there).
     const __m512 f = _mm512_fmsub_ps(d, _mm512_cvtepi32_ps(s), _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(mm)));
     _mm512_store_ps(acc[t], _mm512_fmadd_ps(f, _mm512_set1_ps(x[t * n_sb].d), _mm512_load_ps(acc[t])));
   }
@@ -128,7 +188,7 @@ inline void super_block_step(const Q4KBlock& bk, const int32_t (*c0)[kRows], con
     for (int r = 0; r < kRows; ++r) {
       int32_t mm = 0;
       for (int q = 0; q < 4; ++q) mm += bk.mins[q][r][0] * bs[2 * q] + bk.mins[q][r][1] * bs[2 * q + 1];
-      const int32_t s = c0[t][r] + 16 * c1[t][r];
+      const int32_t s = c0[t][r] + (c1[t][r] << Split<Block>::kShift);
       acc[t][r] += dx * (d[r] * float(s) - dmin[r] * float(mm));
     }
   }
@@ -140,11 +200,11 @@ inline void dot() {
   U::template dp<Dp::kSU, tmm_c(S, P), tmm_a(S), tmm_b(P)>();
 }
 
-/// y = W x for the Q4_K groups and tokens in `a` (GemmArgs as for the other Q4_K kernels: x and
-/// bs32). Leaves the tile unit released.
-template <class U>
+/// y = W x for the Q4_K (Block = Q4KBlock) or Q5_K (Q5KBlock) groups and tokens in `a` (GemmArgs as
+/// for the other kernels of the format: x and bs32). Leaves the tile unit released.
+template <class U, class Block>
 void gemm(const GemmArgs& a) {
-  const auto* w = static_cast<const Q4KBlock*>(a.w);
+  const auto* w = static_cast<const Block*>(a.w);
   const int64_t n_sb = a.n_sb;
   const auto* x_bytes = reinterpret_cast<const uint8_t*>(a.x);
   constexpr int64_t x_block = sizeof(quant::block_q8_K);
@@ -167,7 +227,7 @@ void gemm(const GemmArgs& a) {
   bool configured = false;
 
   for (int64_t g = a.g_begin; g < a.g_end; ++g) {
-    const Q4KBlock* wg = w + g * n_sb;
+    const Block* wg = w + g * n_sb;
     if (whole_group) unpack_scaled(wg, n_sb, plane);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 2 * kTok) {
       const int m[2] = {int(std::min<int64_t>(kTok, a.n_tokens - t0)),
@@ -202,7 +262,7 @@ void gemm(const GemmArgs& a) {
           const int64_t next = (g * n_sb + b) + kAhead;
           if (next < blocks_end) {
             const char* pf = reinterpret_cast<const char*>(w + next);
-            for (int l = 0; l < int(sizeof(Q4KBlock)) / 64; ++l) __builtin_prefetch(pf + 64 * l, 0, 2);
+            for (int l = 0; l < int(sizeof(Block)) / 64; ++l) __builtin_prefetch(pf + 64 * l, 0, 2);
           }
           unpack_scaled(wg + b, 1, pb);
         }
@@ -245,4 +305,4 @@ void gemm(const GemmArgs& a) {
   if (configured) U::release();
 }
 
-}  // namespace dllm::cpu::qgemm::tiles_q4k
+}  // namespace dllm::cpu::qgemm::tiles_scaled
