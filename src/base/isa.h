@@ -77,10 +77,10 @@ Isa parse_isa(std::string_view name);
 /// cannot run: "--isa <name>: this CPU/OS lacks <features>; supported here: <list>".
 Isa choose_isa(std::string_view requested = "");
 
-/// One line for --verbose: "cpu: avx512vnni (supported: scalar avx2 avxvnni avx512vnni; amx: cpu
-/// lacks amx_tile amx_int8)"; the part after ';' says why AMX is not running (or "amx: supported, run
-/// with --isa amx" where it could), then "; amx-bf16: runs the f16 self-conditioning product" where
-/// `chosen` is an AVX-512 path and amx_bf16_supported() (cpu/panel_gemm.h panel_gemm_isa).
+/// One line for --verbose: "cpu: avx512vnni (supported: scalar avx2 avxvnni avx512vnni; amx: unavailable:
+/// cpu lacks amx_tile amx_int8)"; the part after ';' is amx_status() ("amx: running", or "amx: supported,
+/// not chosen (--isa amx runs it)" where it could), then "; amx-bf16: runs the f16 self-conditioning product"
+/// where `chosen` is an AVX-512 path and amx_bf16_supported() (cpu/panel_gemm.h panel_gemm_isa).
 std::string describe_isa(Isa chosen);
 
 /// The same AMX part alone, for --json: "running", "supported, not chosen (--isa amx runs it)" or

@@ -158,8 +158,9 @@ void add_compute_flags(CLI::App& sub, ComputeFlags& f) {
       ->default_val(0);
   sub.add_option(
          "--isa", f.isa,
-         "CPU kernel path: scalar, avx2, avxvnni, avx512vnni, amx (default: the best of the first four "
-         "this CPU runs; amx, the GEMM on Intel AMX tiles, only when asked for)")
+         "CPU kernel path: scalar, avx2, avxvnni, avx512vnni, amx (avx512vnni with the Q4_K and Q5_K "
+         "GEMMs on Intel AMX tiles). Default (or auto): $DLLM_CPU_ISA when set, else the best this CPU "
+         "runs, amx first")
       ->check(CLI::IsMember({"auto", "scalar", "ref", "avx2", "avxvnni", "avx512vnni", "avx512", "amx"}));
   sub.add_option("--device", f.device,
                  "Where the model runs: cpu, gpu, or auto (a usable NVIDIA GPU, else the CPU; the CPU when "
