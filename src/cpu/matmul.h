@@ -92,7 +92,7 @@ enum class WeightLayout { kFast, kCompact };
 
 /// Prepares `tensor` (bytes at `data`) for `isa`. Types with matrix kernels: Q4_K, Q5_K, Q6_K, Q8_0,
 /// Q5_0 (repacked, the kernels of cpu/kernels/qgemm.h and cpu/kernels/qgemm_bytes.h; Q5_0 as Q50Block,
-/// 6 bits per weight, except on the AMX path, which converts it to Q8_0 exactly and packs Q80Block),
+/// 6 bits per weight; make_matrix_amx_emulated converts it to Q8_0 exactly and packs Q80Block),
 /// F32, F16, BF16; throws dllm::Error "tensor <name> is <type>: matrix kernels
 /// exist for Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, F32, F16, BF16" for any other type, and "tensor <name>: row length
 /// <n> is not a multiple of <256 or 32>, as <type> requires" when a row is not whole blocks. A matrix either
