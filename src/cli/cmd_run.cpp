@@ -103,7 +103,15 @@ Command add_run_command(CLI::App& root) {
                   "Write one JSON line per step (committed positions, timings) to FILE; DiffusionGemma: the "
                   "step's input canvas, argmax, samples, accepted positions and entropies")
       ->check(CLI::Validator(
-          [](std::string& v) { return v.empty() ? std::string("needs a file path, got an empty one") : ""; },
+          [](std::string& v) {
+            if (v.empty()) return std::string("needs a file path, got an empty one");
+            // '-' would mean standard output elsewhere, but stdout carries only the model's text.
+            if (v == "-")
+              return std::string(
+                  "needs a file path: standard output carries only the model's text "
+                  "(use /dev/stderr for the terminal)");
+            return std::string();
+          },
           "FILE"));
   return {sub, [o, sub]() {
             for (const CLI::Option* opt : sub->get_options()) {

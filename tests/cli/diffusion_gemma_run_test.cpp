@@ -311,10 +311,10 @@ TEST(DiffusionGemmaRun, MaxTokensAndRefusals) {
             std::string::npos)
       << file_min.err;
   // Temperatures are held as float: one that would become inf or zero is a usage error, as is an empty
-  // --trace path.
+  // --trace path, and '-' (stdout carries only the model's text).
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--eb-t-max", "1e39"}, std::vector<std::string>{"--eb-t-min", "1e-50"},
-        std::vector<std::string>{"--trace", ""}}) {
+        std::vector<std::string>{"--trace", ""}, std::vector<std::string>{"--trace", "-"}}) {
     std::vector<std::string> args = {"run", "-m", dg_path(), "-p", "hi", "-n", "8"};
     args.insert(args.end(), bad.begin(), bad.end());
     const auto r = test::run_dllm(args);
