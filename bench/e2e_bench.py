@@ -98,7 +98,14 @@ def machine():
     return m
 
 
-def commit():
+def commit(bindir=None):
+    """The commit of the dllm build in bindir (default $DLLM_BIN_DIR or build/bin) as its --version names
+    it: the code that ran, "-dirty" when its sources differed from that commit when it was built. Without
+    a build there: the checkout's HEAD, "-dirty" when src/, tools/ or CMakeLists.txt differ from it now."""
+    bindir = Path(bindir) if bindir else Path(os.environ.get("DLLM_BIN_DIR", ROOT / "build" / "bin"))
+    stamp = re.findall(r"commit (\S+)\)", commit_of(bindir))
+    if stamp and stamp[0] != "unknown":
+        return stamp[0]
     try:
         rev = sh(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]).stdout.strip()
         dirty = sh(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", "src",
@@ -390,7 +397,7 @@ def main():
     result = {
         "kind": "e2e",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine(), "commit": commit(), "command": " ".join(ours_cmd(a.steps)), "note": a.note,
+        "machine": machine(), "commit": commit(a.bin), "command": " ".join(ours_cmd(a.steps)), "note": a.note,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         # The binary may be older than the commit above (and built from a tree with local edits).
         "dllm_binary_mtime": datetime.datetime.fromtimestamp((bindir / "dllm").stat().st_mtime,
