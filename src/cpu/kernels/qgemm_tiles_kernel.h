@@ -100,8 +100,7 @@ void gemm(const GemmArgs& a) {
   alignas(64) int32_t c[2][2][kTok][kRows];  // [token tile][group]: the C tiles of one scale block
   alignas(64) int32_t s_int[2][2][kTok][kRows];
   alignas(64) float acc[2][2][kTok][kRows];
-  tiles::TileConfig current;
-  bool configured = false;
+  tiles::StepConfig<U> steps;
 
   for (int64_t g0 = a.g_begin; g0 < a.g_end; g0 += 2) {
     const int np = a.g_end - g0 >= 2 ? 2 : 1;
@@ -109,18 +108,7 @@ void gemm(const GemmArgs& a) {
       const int m[2] = {int(std::min<int64_t>(kTok, a.n_tokens - t0)),
                         int(std::clamp<int64_t>(a.n_tokens - t0 - kTok, 0, kTok))};
       const int ns = m[1] > 0 ? 2 : 1;
-      // Only the tiles this step uses are configured, so a stray use faults (TileEmu checks it).
-      tiles::TileConfig cfg;
-      for (int s = 0; s < ns; ++s) {
-        cfg.set(tmm_a(s), m[s], F::kK);
-        for (int p = 0; p < np; ++p) cfg.set(tmm_c(s, p), m[s], kRows * 4);
-      }
-      for (int p = 0; p < np; ++p) cfg.set(tmm_b(p), F::kK / 4, kRows * 4);
-      if (!configured || std::memcmp(&cfg, &current, sizeof cfg) != 0) {
-        U::config(cfg);
-        current = cfg;
-        configured = true;
-      }
+      steps.load(ns, m, np, F::kK);
       std::memset(acc, 0, sizeof acc);
       for (int64_t b = 0; b < n_sb; ++b) {
         const Block* blk[2] = {w + g0 * n_sb + b, w + (g0 + np - 1) * n_sb + b};
@@ -197,7 +185,7 @@ void gemm(const GemmArgs& a) {
       }
     }
   }
-  if (configured) U::release();
+  steps.release();
 }
 
 /// Tests only: one tdpb*d through U with the register plan's first tiles (C = tmm4, A = tmm2,

@@ -223,8 +223,7 @@ void gemm(const GemmArgs& a) {
   const int64_t blocks_end = std::max(a.g_end, a.n_groups) * n_sb;
   alignas(64) int32_t c[2][2][kTok][kRows];  // [token tile][plane]
   alignas(64) float acc[2][kTok][kRows];
-  tiles::TileConfig current;
-  bool configured = false;
+  tiles::StepConfig<U> steps;
 
   for (int64_t g = a.g_begin; g < a.g_end; ++g) {
     const Block* wg = w + g * n_sb;
@@ -233,18 +232,7 @@ void gemm(const GemmArgs& a) {
       const int m[2] = {int(std::min<int64_t>(kTok, a.n_tokens - t0)),
                         int(std::clamp<int64_t>(a.n_tokens - t0 - kTok, 0, kTok))};
       const int ns = m[1] > 0 ? 2 : 1;
-      // Only the tiles this step uses are configured, so a stray use faults (TileEmu checks it).
-      tiles::TileConfig cfg;
-      for (int s = 0; s < ns; ++s) {
-        cfg.set(tmm_a(s), m[s], 64);
-        for (int p = 0; p < 2; ++p) cfg.set(tmm_c(s, p), m[s], kRows * 4);
-      }
-      for (int p = 0; p < 2; ++p) cfg.set(tmm_b(p), 16, kRows * 4);
-      if (!configured || std::memcmp(&cfg, &current, sizeof cfg) != 0) {
-        U::config(cfg);
-        current = cfg;
-        configured = true;
-      }
+      steps.load(ns, m, 2, 64);
       std::memset(acc, 0, sizeof acc);
       const uint8_t* a0 = x_bytes + t0 * x_stride + x_qs;
       const uint8_t* a1 = a0 + kTok * x_stride;
@@ -302,7 +290,7 @@ void gemm(const GemmArgs& a) {
       }
     }
   }
-  if (configured) U::release();
+  steps.release();
 }
 
 }  // namespace dllm::cpu::qgemm::tiles_scaled

@@ -65,6 +65,38 @@ constexpr int tmm_c(int s, int p) {
   return 4 + 2 * s + p;
 }
 
+/// The configuration of the tile kernels' work steps in the register plan above: token tiles s < ns
+/// of m[s] rows, whose A rows hold k_bytes activation bytes; B planes p < np of k_bytes / 4 rows; the
+/// C tile of each (s, p). B and C are 16 columns of 4 bytes (one 16-row group). Only those tiles are
+/// configured, so a stray use faults (TileEmu checks it); ldtilecfg, which also zeroes every tile,
+/// runs only when a step's configuration differs from the one loaded last.
+template <class U>
+class StepConfig {
+ public:
+  void load(int ns, const int m[2], int np, int k_bytes) {
+    TileConfig cfg;
+    for (int s = 0; s < ns; ++s) {
+      cfg.set(tmm_a(s), m[s], k_bytes);
+      for (int p = 0; p < np; ++p) cfg.set(tmm_c(s, p), m[s], kMaxColsb);
+    }
+    for (int p = 0; p < np; ++p) cfg.set(tmm_b(p), k_bytes / 4, kMaxColsb);
+    if (!loaded_ || std::memcmp(&cfg, &current_, sizeof cfg) != 0) {
+      U::config(cfg);
+      current_ = cfg;
+      loaded_ = true;
+    }
+  }
+  /// Ends the call: tilerelease when anything was configured, so a thread carries no tile state.
+  void release() {
+    if (loaded_) U::release();
+    loaded_ = false;
+  }
+
+ private:
+  TileConfig current_;
+  bool loaded_ = false;
+};
+
 /// Scalar emulation of the tile instructions, state per thread (as the registers are). Slow; for the
 /// tests (make_matrix_amx_emulated) and never chosen by make_matrix.
 struct TileEmu {
