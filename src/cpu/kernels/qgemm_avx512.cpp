@@ -7,20 +7,23 @@
 // For each 64-byte weight line the kernel unpacks two u8 vectors (low and high nibbles) per group and
 // feeds each to one vpdpbusd per token, whose s8 operand is 4 activation bytes broadcast to all lanes;
 // each broadcast serves both groups. Per 32-weight sub-block (Q4_K) or 16-weight sub-block (Q6_K) the
-// int32 sums are multiplied by the per-row integer scales (vpmulld) and kept in int32 for the whole
-// super-block (bounds: Q4_K |S| <= 8 * 63 * 32 * 15 * 127 < 2^31; Q6_K <= 16 * 128 * 16 * 63 * 127
-// plus the offset 32 * 16 * 128 * 16 * 127 < 2^31). The zero points come from the activation sums
-// through vpdpwssd once per super-block, and f32 only at the end of a super-block:
+// int32 sums are multiplied by the per-row integer scales and kept in int32 for the whole super-block
+// (bounds: Q4_K |S| <= 8 * 63 * 32 * 15 * 128 < 2^31; Q6_K <= 16 * 128 * 16 * 63 * 127 plus the offset
+// 32 * 16 * 128 * 16 * 127 < 2^31). Q4_K does that multiply-add with vpdpwssd (one uop, where add +
+// vpmulld + add are four: the low and high nibbles' sums each fit an int16); Q6_K's sums of 16
+// products of (x + 128)(q - 32) do not, so it uses vpmulld. The zero points come from the activation
+// sums through vpdpwssd once per super-block, and f32 only at the end of a super-block:
 // acc += d_x * (d * S - dmin * M).
 //
-// Why this shape (measured on the Zen 5 core this was tuned on, see docs/kernels.md): vpdpbusd issues
-// 2 per cycle and shares those two pipes with every multiply (vpmulld, vpdpwssd, FMA), while the
-// nibble unpacking (and, shift, ternlog), broadcasts and int32 -> f32 conversions run on the other
-// pipes for free. So the tile is sized to keep the multiplies other than vpdpbusd rare (1 vpmulld per
-// 8 vpdpbusd); 32 rows halve the broadcast loads. vpdpbusd's latency needs more than the 8 chains
-// of a 2 x 4 tile to keep both pipes busy (the peak loop in qgemm_bench reaches 0.91 of its best with
-// 8 accumulators, 1.0 with 12), so Q4_K gives low and high nibbles separate chains (16) and sums
-// them before the scale, as Q6K8 does with its two sub-blocks.
+// Why this shape: vpdpbusd issues 2 per cycle and shares those two pipes with every multiply
+// (vpmulld, vpdpwssd, FMA). On the Zen 5 core this was first tuned on (docs/kernels.md) the nibble
+// unpacking (and, shift), broadcasts and int32 -> f32 conversions run on other pipes for free; on
+// Intel cores the zmm and / shift also take the two vpdpbusd ports. So a Q4_K call with more than one
+// token tile unpacks each weight line once: its first tile stores the unpacked bytes of the group pair
+// (8 KB per super-block, L2-resident) and the other tiles load them. 32 rows halve the broadcast loads.
+// vpdpbusd's latency needs more than the 8 chains of a 2 x 4 tile to keep both pipes busy (the peak
+// loop in qgemm_bench reaches 0.91 of its best with 8 accumulators, 1.0 with 12), so Q4_K gives low
+// and high nibbles separate chains (16), as Q6K8 does with its two sub-blocks.
 //
 // Each group pair is read from memory once and then reused from L2 by every token tile; the driver
 // prefetches the next pair's weights, a slice per tile issued a few lines per super-block, so the
@@ -31,6 +34,8 @@
 // uninitialized" once these inline into the tiles (a known false positive); nothing here is.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <vector>
+
 #include "cpu/kernels/qgemm_zmm.h"
 
 namespace dllm::cpu::qgemm {
@@ -40,9 +45,17 @@ namespace {
 // Q4_K. NG groups (1 or 2, consecutive: group k at w + k * n_sb) x NT tokens starting at x (token rows
 // n_sb blocks apart), bs32 the matching activation sums of 32 (qgemm.h make_bs32).
 
-template <int NG, int NT>
+// Where a tile takes its weight bytes: unpacked from the packed nibbles (kPacked), the same and also
+// stored to the call's unpack buffer (kPackedStore: the first token tile of a group pair), or loaded
+// from that buffer (kUnpacked: the later token tiles), which spares them the masking and shifting.
+enum class Src { kPacked, kPackedStore, kUnpacked };
+
+// The unpacked bytes of one group and super-block: [j][p][lo, hi] x 64.
+constexpr int64_t kUnpackedSb = 8 * 4 * 2 * 64;
+
+template <int NG, int NT, Src S>
 void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, const int16_t* bs32, float* y,
-               int64_t ldy, const __mmask16* mask, Prefetcher::Span pf) {
+               int64_t ldy, const __mmask16* mask, Prefetcher::Span pf, uint8_t* unpacked) {
   const int64_t pf_per = pf.per_step(n_sb);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512 acc[NT][NG];
@@ -67,26 +80,42 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
       for (int p = 0; p < 4; ++p) {
         // Line qs[j][p]: low nibbles pair with activations 32j+4p.., high nibbles with 32j+16+4p...
         __m512i c[NG], lo[NG], hi[NG];
+        uint8_t* u[NG];
         for (int g = 0; g < NG; ++g) {
-          c[g] = _mm512_load_si512(b[g]->qs[j][p]);
-          lo[g] = _mm512_and_si512(c[g], m4);
+          u[g] = unpacked + ((sb * NG + g) * 32 + 4 * j + p) * 128;
+          if constexpr (S == Src::kUnpacked) {
+            lo[g] = _mm512_load_si512(u[g]);
+          } else {
+            c[g] = _mm512_load_si512(b[g]->qs[j][p]);
+            lo[g] = _mm512_and_si512(c[g], m4);
+            if constexpr (S == Src::kPackedStore) _mm512_store_si512(u[g], lo[g]);
+          }
         }
         for (int t = 0; t < NT; ++t) {
           const __m512i bx = bcast32_zmm(x[t * n_sb + sb].qs + 32 * j + 4 * p);
           for (int g = 0; g < NG; ++g) il[t][g] = _mm512_dpbusd_epi32(il[t][g], lo[g], bx);
         }
-        for (int g = 0; g < NG; ++g) hi[g] = _mm512_and_si512(_mm512_srli_epi16(c[g], 4), m4);
+        for (int g = 0; g < NG; ++g) {
+          if constexpr (S == Src::kUnpacked) {
+            hi[g] = _mm512_load_si512(u[g] + 64);
+          } else {
+            hi[g] = _mm512_and_si512(_mm512_srli_epi16(c[g], 4), m4);
+            if constexpr (S == Src::kPackedStore) _mm512_store_si512(u[g] + 64, hi[g]);
+          }
+        }
         for (int t = 0; t < NT; ++t) {
           const __m512i bx = bcast32_zmm(x[t * n_sb + sb].qs + 32 * j + 16 + 4 * p);
           for (int g = 0; g < NG; ++g) ih[t][g] = _mm512_dpbusd_epi32(ih[t][g], hi[g], bx);
         }
       }
+      // sacc += sc * il + sc * ih through vpdpwssd: |il|, |ih| <= 16 * 15 * 128 < 2^15, so each int32 lane
+      // equals its low int16 half, and sc (zero-extended to int32) has a zero high half. One uop each,
+      // where add + vpmulld + add cost four on the vector pipes vpdpbusd needs.
       for (int g = 0; g < NG; ++g) {
         const __m512i sc =
             _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(b[g]->scales[j])));
         for (int t = 0; t < NT; ++t) {
-          sacc[t][g] =
-              _mm512_add_epi32(sacc[t][g], _mm512_mullo_epi32(_mm512_add_epi32(il[t][g], ih[t][g]), sc));
+          sacc[t][g] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(sacc[t][g], il[t][g], sc), ih[t][g], sc);
         }
       }
     }
@@ -193,12 +222,32 @@ void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, co
 
 // Pairs of groups, then a lone group (for_group_pairs); tokens in tiles of 4, then of 3, then one
 // of the 1-2 left (for_token_tiles).
+// With more than one token tile, the first tile of each group pair stores the bytes it unpacks
+// (2 x 4 KB per super-block, in L2 up to n_sb = 128) and the others load them.
 void gemm_q4_K_avx512(const GemmArgs& a) {
   const auto* w = static_cast<const Q4KBlock*>(a.w);
+  const bool reuse = split_tokens(a.n_tokens).tiles() > 1;
+  thread_local std::vector<uint8_t> buf;  // 64-byte aligned below
+  uint8_t* unpacked = nullptr;
+  if (reuse) {
+    buf.resize(size_t(2 * a.n_sb * kUnpackedSb + 63));
+    unpacked = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+  }
   for_group_pairs<Q4KBlock>(a, [&]<int NG>(int64_t g, const __mmask16* mask, Prefetcher& pf) {
+    bool first = true;
     for_token_tiles(a.n_tokens, pf, [&]<int NT>(int64_t t, Prefetcher::Span span) {
-      q4_K_tile<NG, NT>(w + g * a.n_sb, a.n_sb, a.x + t * a.n_sb, a.bs32 + t * a.n_sb * 8,
-                        a.y + g * kRows + t * a.ldy, a.ldy, mask, span);
+      const auto tile = [&]<Src S>() {
+        q4_K_tile<NG, NT, S>(w + g * a.n_sb, a.n_sb, a.x + t * a.n_sb, a.bs32 + t * a.n_sb * 8,
+                             a.y + g * kRows + t * a.ldy, a.ldy, mask, span, unpacked);
+      };
+      if (!reuse) {
+        tile.template operator()<Src::kPacked>();
+      } else if (first) {
+        tile.template operator()<Src::kPackedStore>();
+      } else {
+        tile.template operator()<Src::kUnpacked>();
+      }
+      first = false;
     });
   });
 }
