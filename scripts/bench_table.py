@@ -128,10 +128,15 @@ def serve_table():
 
 
 def llada2_rows():
-    """Block diffusion (bench/llada2_bench.py): the newest results file, one row."""
-    files = sorted(glob.glob(str(ROOT / "bench" / "results" / "llada2-bench-*.json")))
+    """Block diffusion (bench/llada2_bench.py): one row per kind of CPU, the newest results file of each.
+    The kind is whether the CPU has AMX (then `auto` runs Q4_K on tiles) or else its ISA flags: the flag
+    list the files record grew over time, so an AMX machine's files do not all list the same flags."""
+    latest = {}
+    for path in sorted(glob.glob(str(ROOT / "bench" / "results" / "llada2-bench-*.json"))):
+        flags = json.loads(Path(path).read_text())["machine"].get("isa_flags", [])
+        latest["amx" if "amx_int8" in flags else "+".join(flags)] = path
     rows = []
-    for path in files[-1:]:
+    for path in sorted(latest.values()):
         r = json.loads(Path(path).read_text())
         s = r["summary"]
         actual = s.get("actual_routing") or {}
