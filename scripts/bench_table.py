@@ -35,14 +35,15 @@ def isa_of(r):
 
 
 def e2e_rows():
-    """One row per (arch, canvas, threads, ISA): the newest results file of that kind. Files with a GPU
-    side (device_b) go to gpu_table() instead; an A/B of two builds (bin_b) is no row."""
+    """One row per (arch, canvas, threads, ISA, CPU model): the newest results file of that kind (the same
+    ISA path runs at different speeds on an AMD and an Intel core). Files with a GPU side (device_b) go
+    to gpu_table() instead; an A/B of two builds (bin_b) is no row."""
     latest = {}
     for path in sorted(glob.glob(str(ROOT / "bench" / "results" / "e2e-*.json"))):
         r = json.loads(Path(path).read_text())
         if r.get("device_b") or r.get("bin_b"):
             continue
-        key = (r["arch"], r["canvas"], r["threads"], isa_of(r))
+        key = (r["arch"], r["canvas"], r["threads"], isa_of(r), r["machine"].get("cpu", "?"))
         if key not in latest or r["date"] > latest[key][1]["date"]:
             latest[key] = (Path(path).name, r)
     rows = []
@@ -53,7 +54,7 @@ def e2e_rows():
         cpu_speedup = r.get("speedup_slope_cpu")
         rss = r["peak_rss_bytes"]
         rows.append(f"| {r['arch']} synthetic ({r['model_bytes'] / 2**30:.2f} GiB) | {r['canvas']} | "
-                    f"{r['threads']} | {key[3]} | {r['forward_ms_per_step']:.0f} | "
+                    f"{r['threads']} | {key[4]} | {key[3]} | {r['forward_ms_per_step']:.0f} | "
                     f"{f'{l_fwd:.0f}' if l_fwd else '-'} | {f'{speedup:.2f}x' if speedup else '-'} | "
                     f"{f'{cpu_speedup:.2f}x' if cpu_speedup else '-'} | "
                     f"{r['load_ms'] / 1000:.1f} | {fmt_bytes(rss)} ({rss / r['model_bytes']:.2f}x file) | "
@@ -204,9 +205,9 @@ def render():
     rows = e2e_rows()
     if not rows:
         return "No benchmark results yet (run `bench/e2e_bench.py`)."
-    head = ("| model | canvas | threads | ISA | forward ms/step | "
+    head = ("| model | canvas | threads | CPU | ISA | forward ms/step | "
             "llama.cpp forward ms/step | speedup | speedup, CPU s/step | load s | peak RSS | results file |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|")
+            "|---|---|---|---|---|---|---|---|---|---|---|---|")
     note = ("\n\nForward ms/step: one pass over the whole canvas, the mean over the steps of a run (all "
             "llama-diffusion-cli prints), median over the interleaved runs, for both tools alike; speedup = "
             "llama.cpp's over ours. Speedup, CPU s/step = the same ratio for "
