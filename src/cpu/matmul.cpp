@@ -50,11 +50,11 @@ KernelSet kernel_set(Isa isa) {
       return {gemm_q4_K_avxvnni, gemm_q5_K_avxvnni, gemm_q6_K_avxvnni, gemm_q8_0_avxvnni, false, true, true,
               gemm_q6_K_avxvnni, gemm_q5_0_avxvnni};
     case Isa::kAvx512Vnni:
-      return {gemm_q4_K_avx512,    gemm_q5_K_avx512, gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true, true,
-              gemm_q6_K_avx512ymm, gemm_q5_0_avx512};
+      return {gemm_q4_K_avx512, gemm_q5_K_avx512, gemm_q6_K8_avx512, gemm_q8_0_avx512, true, true, true,
+              gemm_q6_K_avx512, gemm_q5_0_avx512};
     case Isa::kAmx:
-      return {gemm_q4_K_amx, gemm_q5_K_amx, gemm_q6_K8_avx512,   gemm_q8_0_avx512, true,
-              true,          true,          gemm_q6_K_avx512ymm, gemm_q5_0_avx512};
+      return {gemm_q4_K_amx, gemm_q5_K_amx, gemm_q6_K8_avx512, gemm_q8_0_avx512, true,
+              true,          true,          gemm_q6_K_avx512,  gemm_q5_0_avx512};
     case Isa::kScalar:
       break;
   }

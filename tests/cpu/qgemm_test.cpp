@@ -670,6 +670,44 @@ TEST_P(QGemm, AmxKQuantsGiveTheAvx512KernelsBits) {
   }
 }
 
+// The AVX-512 path's compact Q6_K kernel (zmm, gemm_q6_K_avx512) computes the exact int32 S of the
+// ymm kernel the AVX-VNNI path runs over the same Q6KBlock groups (gemm_q6_K_avx512ymm is that
+// template under the AVX-512 flags) and then its f32 steps, so the two give the same bits: a MoE
+// model's tokens do not depend on which of the two ran its compact experts. 40 rows are a group pair
+// and a lone group; the token counts cover one token tile (unpacked in registers) and several (the
+// first tile's unpacked lines loaded by the others), and a row range that starts inside a group.
+TEST(QGemmKernels, CompactQ6KZmmGivesTheYmmKernelsBits) {
+  if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "needs AVX-512 VNNI";
+  for (int64_t n_tokens : {1, 2, 3, 4, 5, 8, 9, 16, 33}) {
+    const Weights w = random_weights(GgmlType::Q6_K, 40, 1024, uint64_t(n_tokens + 600));
+    const Acts a = random_acts(n_tokens, 1024, uint64_t(n_tokens + 700));
+    const auto packed =
+        qgemm::pack_q6_K(reinterpret_cast<const quant::block_q6_K*>(w.bytes.data()), 40, 1024);
+    for (const int64_t o_begin : {int64_t{0}, int64_t{5}}) {
+      std::vector<float> y[2];
+      int k = 0;
+      for (const auto kernel : {qgemm::gemm_q6_K_avx512, qgemm::gemm_q6_K_avx512ymm}) {
+        y[k].assign(size_t(n_tokens * 40), 0.0f);
+        qgemm::GemmArgs g;
+        g.w = packed.get();
+        g.n_sb = 1024 / 256;
+        g.g_begin = o_begin / qgemm::kRows;
+        g.g_end = g.n_groups = 3;
+        g.x = a.q8k.data();
+        g.n_tokens = n_tokens;
+        g.y = y[k].data();
+        g.ldy = 40;
+        g.o_begin = o_begin;
+        g.o_end = 40;
+        kernel(g);
+        ++k;
+      }
+      ASSERT_EQ(std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)), 0)
+          << n_tokens << " tokens, rows from " << o_begin;
+    }
+  }
+}
+
 // Row ranges split on 16-row boundaries compute the same values, bit for bit, as one call, and
 // never write outside their range (the forward pass runs them from several threads).
 TEST_P(QGemm, RowRangesAreIndependentAndExact) {

@@ -218,38 +218,164 @@ void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, co
   }
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------------------------------
+// Q6_K over the compact layout (Q6KBlock: a low-nibble plane as Q4KBlock::qs and a 2-bit plane), for
+// expert matrices a step reads for a few rows (WeightLayout::kCompact). Each line is rebuilt into the
+// unsigned 6-bit q (0..63) of two vpdpbusd operands, sub-blocks 2s (low nibbles) and 2s + 1 (high),
+// as the ymm kernel of qgemm_ymm.h (q6_K_tile) does; here 32 rows x 4 tokens per tile, and with more
+// than one token tile the rebuilt lines are stored by the first tile and loaded by the others, as for
+// Q4_K. S = sum_j sc[j] (sum q x - 32 bsums[j]): |sum q x| per sub-block <= 16 * 63 * 128 needs
+// vpmulld; the offset term M = sum_j sc[j] bsums[j] goes through vpdpwssd once per super-block
+// (|32 M| <= 32 * 16 * 128 * 2048 < 2^31). S is the ymm kernel's exact int32 and the f32 step its
+// operations, so the two give the same bits.
 
-// Pairs of groups, then a lone group (for_group_pairs); tokens in tiles of 4, then of 3, then one
-// of the 1-2 left (for_token_tiles).
-// With more than one token tile, the first tile of each group pair stores the bytes it unpacks
-// (2 x 4 KB per super-block, in L2 up to n_sb = 128) and the others load them.
-void gemm_q4_K_avx512(const GemmArgs& a) {
-  const auto* w = static_cast<const Q4KBlock*>(a.w);
-  const bool reuse = split_tokens(a.n_tokens).tiles() > 1;
-  thread_local std::vector<uint8_t> buf;  // 64-byte aligned below
-  uint8_t* unpacked = nullptr;
-  if (reuse) {
-    buf.resize(size_t(2 * a.n_sb * kUnpackedSb + 63));
-    unpacked = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+template <int NG, int NT, Src S>
+void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, float* y, int64_t ldy,
+               const __mmask16* mask, Prefetcher::Span pf, uint8_t* unpacked) {
+  const int64_t pf_per = pf.per_step(n_sb);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  __m512 acc[NT][NG];
+  for (int t = 0; t < NT; ++t) {
+    for (int g = 0; g < NG; ++g) acc[t][g] = _mm512_setzero_ps();
   }
-  for_group_pairs<Q4KBlock>(a, [&]<int NG>(int64_t g, const __mmask16* mask, Prefetcher& pf) {
+  for (int64_t sb = 0; sb < n_sb; ++sb) {
+    pf.step(sb, pf_per);
+    const Q6KBlock* b[NG];
+    for (int g = 0; g < NG; ++g) b[g] = w + g * n_sb + sb;
+    __m512i sacc[NT][NG];
+    for (int t = 0; t < NT; ++t) {
+      for (int g = 0; g < NG; ++g) sacc[t][g] = _mm512_setzero_si512();
+    }
+    for (int s = 0; s < 8; ++s) {
+      __m512i ia[NT][NG], ib[NT][NG];  // sub-blocks 2s and 2s + 1
+      for (int t = 0; t < NT; ++t) {
+        for (int g = 0; g < NG; ++g) ia[t][g] = ib[t][g] = _mm512_setzero_si512();
+      }
+      for (int p = 0; p < 4; ++p) {
+        __m512i lo[NG], hi[NG];
+        for (int g = 0; g < NG; ++g) {
+          uint8_t* const u = unpacked + ((sb * NG + g) * 32 + 4 * s + p) * 128;
+          if constexpr (S == Src::kUnpacked) {
+            lo[g] = _mm512_load_si512(u);
+            hi[g] = _mm512_load_si512(u + 64);
+          } else {
+            // ql line p: low nibbles q[32s + 4p + b] & 15, high nibbles q[32s + 16 + 4p + b] & 15; their
+            // top 2 bits sit in qh[s][p / 2] (Q6KBlock): bits 0-1 / 2-3 for even p, 4-5 / 6-7 for odd.
+            const __m512i c = _mm512_load_si512(b[g]->ql[s][p]);
+            const __m512i hb = _mm512_load_si512(b[g]->qh[s][p / 2]);
+            const __m512i hl = _mm512_and_si512(p % 2 == 0 ? _mm512_slli_epi16(hb, 4) : hb, m30);
+            const __m512i hh =
+                _mm512_and_si512(p % 2 == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2), m30);
+            lo[g] = _mm512_ternarylogic_epi32(c, m4, hl, 0xEA);  // (c & m4) | hl
+            hi[g] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(c, 4), m4, hh, 0xEA);
+            if constexpr (S == Src::kPackedStore) {
+              _mm512_store_si512(u, lo[g]);
+              _mm512_store_si512(u + 64, hi[g]);
+            }
+          }
+        }
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* xq = x[t * n_sb + sb].qs + 32 * s + 4 * p;
+          const __m512i bl = bcast32_zmm(xq), bh = bcast32_zmm(xq + 16);
+          for (int g = 0; g < NG; ++g) {
+            ia[t][g] = _mm512_dpbusd_epi32(ia[t][g], lo[g], bl);
+            ib[t][g] = _mm512_dpbusd_epi32(ib[t][g], hi[g], bh);
+          }
+        }
+      }
+      for (int g = 0; g < NG; ++g) {
+        const __m512i pairs =
+            _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->scales[s])));
+        const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);  // sc[2s]
+        const __m512i sc_hi = _mm512_srai_epi32(pairs, 16);                         // sc[2s+1]
+        for (int t = 0; t < NT; ++t) {
+          sacc[t][g] = _mm512_add_epi32(sacc[t][g], _mm512_add_epi32(_mm512_mullo_epi32(ia[t][g], sc_lo),
+                                                                     _mm512_mullo_epi32(ib[t][g], sc_hi)));
+        }
+      }
+    }
+    // M = sum_j sc[j] * bsums[j]: the pair (sc[2s], sc[2s+1]) against (bsums[2s], bsums[2s+1]).
+    __m512i macc[NT][NG];
+    for (int t = 0; t < NT; ++t) {
+      for (int g = 0; g < NG; ++g) macc[t][g] = _mm512_setzero_si512();
+    }
+    for (int s = 0; s < 8; ++s) {
+      __m512i pairs[NG];
+      for (int g = 0; g < NG; ++g) {
+        pairs[g] = _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->scales[s])));
+      }
+      for (int t = 0; t < NT; ++t) {
+        const __m512i bs = bcast32_zmm(x[t * n_sb + sb].bsums + 2 * s);
+        for (int g = 0; g < NG; ++g) macc[t][g] = _mm512_dpwssd_epi32(macc[t][g], pairs[g], bs);
+      }
+    }
+    for (int g = 0; g < NG; ++g) {
+      const __m512 d = _mm512_load_ps(b[g]->d);
+      for (int t = 0; t < NT; ++t) {
+        const __m512i st = _mm512_sub_epi32(sacc[t][g], _mm512_slli_epi32(macc[t][g], 5));
+        acc[t][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(st)),
+                                    _mm512_set1_ps(x[t * n_sb + sb].d), acc[t][g]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int g = 0; g < NG; ++g) _mm512_mask_storeu_ps(y + t * ldy + g * kRows, mask[g], acc[t][g]);
+  }
+}
+
+// The call's buffer for the unpacked lines of one group pair (2 x n_sb x kUnpackedSb bytes, 64-byte
+// aligned), or nullptr when the call has a single token tile and so unpacks in registers only.
+uint8_t* unpack_buffer(const GemmArgs& a) {
+  if (split_tokens(a.n_tokens).tiles() <= 1) return nullptr;
+  thread_local std::vector<uint8_t> buf;
+  buf.resize(size_t(2 * a.n_sb * kUnpackedSb + 63));
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+}
+
+// Runs tile.template operator()<NG, NT, S>(g, t, mask, span) over the group pairs and token tiles of
+// `a`: with more than one token tile, the first of each group pair stores what it unpacks into
+// `unpacked` (Src::kPackedStore) and the others load it (Src::kUnpacked).
+template <class Block, class Tile>
+void for_unpacked_tiles(const GemmArgs& a, uint8_t* unpacked, Tile&& tile) {
+  for_group_pairs<Block>(a, [&]<int NG>(int64_t g, const __mmask16* mask, Prefetcher& pf) {
     bool first = true;
     for_token_tiles(a.n_tokens, pf, [&]<int NT>(int64_t t, Prefetcher::Span span) {
-      const auto tile = [&]<Src S>() {
-        q4_K_tile<NG, NT, S>(w + g * a.n_sb, a.n_sb, a.x + t * a.n_sb, a.bs32 + t * a.n_sb * 8,
-                             a.y + g * kRows + t * a.ldy, a.ldy, mask, span, unpacked);
-      };
-      if (!reuse) {
-        tile.template operator()<Src::kPacked>();
+      if (unpacked == nullptr) {
+        tile.template operator()<NG, NT, Src::kPacked>(g, t, mask, span);
       } else if (first) {
-        tile.template operator()<Src::kPackedStore>();
+        tile.template operator()<NG, NT, Src::kPackedStore>(g, t, mask, span);
       } else {
-        tile.template operator()<Src::kUnpacked>();
+        tile.template operator()<NG, NT, Src::kUnpacked>(g, t, mask, span);
       }
       first = false;
     });
   });
+}
+
+}  // namespace
+
+// Pairs of groups, then a lone group (for_group_pairs); tokens in tiles of 4, then of 3, then one
+// of the 1-2 left (for_token_tiles); Q4_K and compact Q6_K reuse their unpacked lines across the token
+// tiles of a group pair (for_unpacked_tiles).
+void gemm_q4_K_avx512(const GemmArgs& a) {
+  const auto* w = static_cast<const Q4KBlock*>(a.w);
+  uint8_t* const unpacked = unpack_buffer(a);
+  for_unpacked_tiles<Q4KBlock>(
+      a, unpacked,
+      [&]<int NG, int NT, Src S>(int64_t g, int64_t t, const __mmask16* mask, Prefetcher::Span pf) {
+        q4_K_tile<NG, NT, S>(w + g * a.n_sb, a.n_sb, a.x + t * a.n_sb, a.bs32 + t * a.n_sb * 8,
+                             a.y + g * kRows + t * a.ldy, a.ldy, mask, pf, unpacked);
+      });
+}
+void gemm_q6_K_avx512(const GemmArgs& a) {
+  const auto* w = static_cast<const Q6KBlock*>(a.w);
+  uint8_t* const unpacked = unpack_buffer(a);
+  for_unpacked_tiles<Q6KBlock>(
+      a, unpacked,
+      [&]<int NG, int NT, Src S>(int64_t g, int64_t t, const __mmask16* mask, Prefetcher::Span pf) {
+        q6_K_tile<NG, NT, S>(w + g * a.n_sb, a.n_sb, a.x + t * a.n_sb, a.y + g * kRows + t * a.ldy, a.ldy,
+                             mask, pf, unpacked);
+      });
 }
 void gemm_q6_K8_avx512(const GemmArgs& a) {
   const auto* w = static_cast<const Q6K8Block*>(a.w);
