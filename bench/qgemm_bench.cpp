@@ -248,6 +248,9 @@ struct Shape {
   int64_t chunk = 0;
   /// Token count (also run at 2); 0: by the shape's kind (see main).
   int64_t tokens = 0;
+  /// Packed as WeightLayout::kCompact (Q6_K as Q6KBlock), as the MoE block packs the experts of a
+  /// model whose steps give each expert few rows (src/cpu/moe.cpp expert_layout).
+  bool compact = false;
 };
 
 std::vector<uint8_t> random_blocks(const Shape& s) {
@@ -295,7 +298,8 @@ std::unique_ptr<dllm::cpu::Matrix> random_matrix(const Shape& s, Isa isa) {
   t.ne[1] = s.n_out;
   t.type = s.type;
   t.n_bytes = bytes.size();
-  return dllm::cpu::make_matrix(t, bytes.data(), isa);
+  return dllm::cpu::make_matrix(
+      t, bytes.data(), isa, s.compact ? dllm::cpu::WeightLayout::kCompact : dllm::cpu::WeightLayout::kFast);
 }
 
 // One packed matrix at a time (the LM head is 430 MB packed): rebuilt when the shape or ISA changes.
@@ -586,6 +590,11 @@ int main(int argc, char** argv) {
       {"1408x2816_Q4_K", GgmlType::Q4_K, 1408, 2816, 128, 16},
       {"180224x2816_Q4_K", GgmlType::Q4_K, 180224, 2816, 128, 16},
       {"4096x2816_Q4_K", GgmlType::Q4_K, 4096, 2816},
+      // LLaDA2.0-mini's ffn_down_exps in its Q6_K layers (256 experts of n_ff_exp 512 over n_embd 2048),
+      // packed compact as its MoE block does: one expert, and 64 stacked (streamed from memory), at
+      // L = 16 (a 32-row block's rows crowding onto few experts) and 2.
+      {"2048x512_Q6_K_compact", GgmlType::Q6_K, 2048, 512, 128, 16, true},
+      {"131072x512_Q6_K_compact", GgmlType::Q6_K, 131072, 512, 128, 16, true},
   };
   for (const Shape& s : shapes) {
     const bool head = s.n_out == 126464;
