@@ -80,9 +80,9 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
       for (int p = 0; p < 4; ++p) {
         // Line qs[j][p]: low nibbles pair with activations 32j+4p.., high nibbles with 32j+16+4p...
         __m512i c[NG], lo[NG], hi[NG];
-        uint8_t* u[NG];
+        uint8_t* u[NG] = {};  // the line's unpacked bytes (null without a buffer: no offset from null)
         for (int g = 0; g < NG; ++g) {
-          u[g] = unpacked + ((sb * NG + g) * 32 + 4 * j + p) * 128;
+          if constexpr (S != Src::kPacked) u[g] = unpacked + ((sb * NG + g) * 32 + 4 * j + p) * 128;
           if constexpr (S == Src::kUnpacked) {
             lo[g] = _mm512_load_si512(u[g]);
           } else {
@@ -254,7 +254,7 @@ void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, floa
       for (int p = 0; p < 4; ++p) {
         __m512i lo[NG], hi[NG];
         for (int g = 0; g < NG; ++g) {
-          uint8_t* const u = unpacked + ((sb * NG + g) * 32 + 4 * s + p) * 128;
+          uint8_t* const u = S == Src::kPacked ? nullptr : unpacked + ((sb * NG + g) * 32 + 4 * s + p) * 128;
           if constexpr (S == Src::kUnpacked) {
             lo[g] = _mm512_load_si512(u);
             hi[g] = _mm512_load_si512(u + 64);
