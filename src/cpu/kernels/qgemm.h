@@ -138,7 +138,8 @@ void gemm_q6_K8_avx512(const GemmArgs& a);
 /// Q6_K over Q6KBlock groups (a.w), zmm: the AVX-512 path's kernel for compact expert matrices
 /// (qgemm_avx512.cpp); the same bits as the ymm kernel of the AVX-VNNI path.
 void gemm_q6_K_avx512(const GemmArgs& a);
-/// Q6_K over Q6KBlock groups, ymm vpdpbusd under the AVX-512 flags (qgemm_ymm_avx512.cpp).
+/// Q6_K over Q6KBlock groups, ymm vpdpbusd under the AVX-512 flags (qgemm_ymm_avx512.cpp): the
+/// reference gemm_q6_K_avx512 is tested against; no path runs it.
 void gemm_q6_K_avx512ymm(const GemmArgs& a);
 
 }  // namespace dllm::cpu::qgemm
