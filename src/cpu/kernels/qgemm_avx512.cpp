@@ -151,6 +151,25 @@ void q4_K_tile(const Q4KBlock* w, int64_t n_sb, const quant::block_q8_K* x, cons
 }
 
 // ---------------------------------------------------------------------------------------------------
+// The Q6_K tiles' sub-block scale step: sacc[t][g] += sc[2s] * ia[t][g] + sc[2s+1] * ib[t][g] for the 16
+// rows of group g, from the (sc[2s], sc[2s+1]) int8 pairs at b[g]->scales[s] (Q6KBlock and Q6K8Block
+// store them alike). vpmulld: the sums of 16 products do not fit the int16 halves vpdpwssd takes.
+template <int NG, int NT, class Block>
+inline void add_scaled_sub_blocks(__m512i (&sacc)[NT][NG], const __m512i (&ia)[NT][NG],
+                                  const __m512i (&ib)[NT][NG], const Block* const (&b)[NG], int s) {
+  for (int g = 0; g < NG; ++g) {
+    const __m512i pairs =
+        _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->scales[s])));
+    const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);  // sc[2s]
+    const __m512i sc_hi = _mm512_srai_epi32(pairs, 16);                         // sc[2s+1]
+    for (int t = 0; t < NT; ++t) {
+      sacc[t][g] = _mm512_add_epi32(sacc[t][g], _mm512_add_epi32(_mm512_mullo_epi32(ia[t][g], sc_lo),
+                                                                 _mm512_mullo_epi32(ib[t][g], sc_hi)));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Q6_K over the byte layout (Q6K8Block): q = the 6-bit value - 32 in a byte (the -32 stored, not added
 // through the activation bsums), so each 64-byte line is a vpdpbusd operand as loaded: one load per
 // line instead of the ~8 unpacking instructions the nibble + 2-bit planes of Q6KBlock cost.
@@ -193,16 +212,7 @@ void q6_K8_tile(const Q6K8Block* w, int64_t n_sb, const quant::block_q8_K* x, co
           }
         }
       }
-      for (int g = 0; g < NG; ++g) {
-        const __m512i pairs =
-            _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->scales[s])));
-        const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);  // sc[2s]
-        const __m512i sc_hi = _mm512_srai_epi32(pairs, 16);                         // sc[2s+1]
-        for (int t = 0; t < NT; ++t) {
-          sacc[t][g] = _mm512_add_epi32(sacc[t][g], _mm512_add_epi32(_mm512_mullo_epi32(ia[t][g], sc_lo),
-                                                                     _mm512_mullo_epi32(ib[t][g], sc_hi)));
-        }
-      }
+      add_scaled_sub_blocks<NG, NT>(sacc, ia, ib, b, s);
     }
     for (int g = 0; g < NG; ++g) {
       const __m512 d = _mm512_load_ps(b[g]->d);
@@ -283,16 +293,7 @@ void q6_K_tile(const Q6KBlock* w, int64_t n_sb, const quant::block_q8_K* x, floa
           }
         }
       }
-      for (int g = 0; g < NG; ++g) {
-        const __m512i pairs =
-            _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b[g]->scales[s])));
-        const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);  // sc[2s]
-        const __m512i sc_hi = _mm512_srai_epi32(pairs, 16);                         // sc[2s+1]
-        for (int t = 0; t < NT; ++t) {
-          sacc[t][g] = _mm512_add_epi32(sacc[t][g], _mm512_add_epi32(_mm512_mullo_epi32(ia[t][g], sc_lo),
-                                                                     _mm512_mullo_epi32(ib[t][g], sc_hi)));
-        }
-      }
+      add_scaled_sub_blocks<NG, NT>(sacc, ia, ib, b, s);
     }
     // M = sum_j sc[j] * bsums[j]: the pair (sc[2s], sc[2s+1]) against (bsums[2s], bsums[2s+1]).
     __m512i macc[NT][NG];
