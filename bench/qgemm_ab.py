@@ -27,11 +27,25 @@ import e2e_bench as e2e  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def usage_error(what):
+    print(f"ERROR: {what}", file=sys.stderr)
+    sys.exit(2)
+
+
 def run(binary, regex, out):
-    """One qgemm_bench run -> (its results JSON, {benchmark name: real time in ms})."""
-    subprocess.run([binary, f"--benchmark_filter={regex}", f"--benchmark_out={out}"], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    j = json.loads(Path(out).read_text())
+    """One qgemm_bench run -> (its results JSON, {benchmark name: real time in ms}). Exits 1 with an
+    ERROR line when the run fails or matches no benchmark."""
+    p = subprocess.run([binary, f"--benchmark_filter={regex}", f"--benchmark_out={out}"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0 or not Path(out).is_file():
+        tail = p.stderr.strip().splitlines()[-1:] or ["no output"]
+        sys.exit(f"ERROR: {binary} exited {p.returncode} ({tail[0]}); no results file written")
+    try:
+        j = json.loads(Path(out).read_text())
+    except json.JSONDecodeError:  # Google Benchmark leaves the file empty when nothing matched
+        j = {}
+    if not j.get("benchmarks"):
+        sys.exit(f"ERROR: --filter {regex!r} matches no benchmark of {binary}; no results file written")
     return j, {b["name"]: b["real_time"] for b in j["benchmarks"] if b.get("run_type", "iteration") == "iteration"}
 
 
@@ -59,10 +73,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=6)
     args = ap.parse_args()
     if args.rounds < 1:
-        sys.exit("ERROR: --rounds must be at least 1")
+        usage_error("--rounds must be at least 1")
     for b in (args.a, args.b):
         if not Path(b).is_file():
-            sys.exit(f"ERROR: {b} is not a file: give the path of a qgemm_bench binary")
+            usage_error(f"{b} is not a file: give the path of a qgemm_bench binary")
 
     rounds, context = [], {}
     with tempfile.TemporaryDirectory() as tmp:
