@@ -286,7 +286,8 @@ struct CpuForward::Impl final : model::DeviceOps {
   }
 
   /// Makes `kv`'s storage on first use and grows it to `rows` positions per layer (at least
-  /// doubling), keeping the rows it holds.
+  /// doubling, and at least kv.expected_rows(): a canvas whose size is known is made room for
+  /// once, not regrown and copied mid-run), keeping the rows it holds.
   void reserve_kv(forward::KvState& kv, int64_t rows) override {
     if (kv.storage() == nullptr) {
       auto s = std::make_unique<KvStorage>();
@@ -298,7 +299,7 @@ struct CpuForward::Impl final : model::DeviceOps {
     }
     auto& s = static_cast<KvStorage&>(*kv.storage());
     if (rows <= s.capacity) return;
-    const int64_t cap = std::max(rows, 2 * s.capacity);
+    const int64_t cap = std::max({rows, 2 * s.capacity, kv.expected_rows()});
     const auto keep = static_cast<size_t>(std::min(kv.rows(), s.capacity) * s.width);
     for (size_t il = 0; il < plan.n_layer(); ++il) {
       for (std::vector<float>* t : {&s.k[il], &s.v[il]}) {

@@ -38,6 +38,8 @@ forward::Segment KvExactBlocks::segment(std::span<const int32_t> canvas, const A
   s.first = kept_;
   s.kv = &kv_;
   s.mask = mask_;
+  // Every row of the canvas ends up in the state: room for all of them on the first pass.
+  kv_.expect_rows(static_cast<int64_t>(canvas.size()));
   return s;
 }
 

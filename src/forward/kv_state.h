@@ -6,7 +6,9 @@
 //   Fast-dLLM's refresh             every row rewritten at a block's first step, a window after that:
 //                                   the rows outside the window are as the refresh left them (stale)
 // The memory is the device's (Storage), made by the device on the first pass that writes rows and
-// grown with the rows held, never sized for a context the sequence does not use.
+// grown with the rows held, never sized for a context the sequence does not use; when the owner
+// knows the rows the sequence will hold (expect_rows: a block-diffusion canvas), the first growth
+// makes room for all of them, so a later pass does not regrow and copy the state.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +39,10 @@ class KvState {
   size_t bytes() const { return storage_ ? storage_->bytes() : 0; }
   /// Forgets every row; the memory stays for the rows written next.
   void clear() { rows_ = 0; }
+  /// The most rows this sequence will hold (its canvas), 0 when unknown: a device sizes the storage
+  /// for them when it first grows it (at least the rows the pass writes). A hint, not a limit.
+  void expect_rows(int64_t rows) { expected_rows_ = rows; }
+  int64_t expected_rows() const { return expected_rows_; }
 
   // For the forward pass.
   Storage* storage() const { return storage_.get(); }
@@ -45,6 +51,7 @@ class KvState {
 
  private:
   int64_t rows_ = 0;
+  int64_t expected_rows_ = 0;
   std::unique_ptr<Storage> storage_;
 };
 

@@ -176,6 +176,34 @@ TEST_P(ForwardWindow, ACacheReusedForLongerAndShorterCanvasesStaysExact) {
   }
 }
 
+// A state told the rows its sequence will hold (KvState::expect_rows, as the exact block cache does
+// with its canvas) gets room for all of them on the pass that first writes rows, and keeps that
+// capacity while the later passes append rows; the storage's size changes no logit.
+TEST_P(ForwardWindow, AStateToldItsCanvasIsMadeOnceAndGivesTheSameLogits) {
+  const Case c = GetParam();
+  const Loaded m(spec_for(c.arch, c.mix, 2));
+  cpu::ForwardOptions opt;
+  opt.max_tokens = 24;
+  opt.n_threads = 2;
+  cpu::CpuForward fwd(m.model, opt);
+  const size_t row_bytes = 2u * 2 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float);
+  const auto tokens = random_tokens(19, 97, 13);
+  forward::KvState told, grown;
+  told.expect_rows(19);
+  // Rows [0, 7) first (a prompt), then [7, 13) and [13, 19) appended, as blocks are.
+  EXPECT_TRUE(same_bits(windowed(fwd, tokens, 0, 7, range(0, 7), told, false),
+                        windowed(fwd, tokens, 0, 7, range(0, 7), grown, false)));
+  EXPECT_EQ(told.bytes(), 19 * row_bytes);
+  EXPECT_EQ(grown.bytes(), 7 * row_bytes);
+  for (const auto& [wb, we] : std::vector<std::pair<int32_t, int32_t>>{{7, 13}, {13, 19}}) {
+    EXPECT_TRUE(same_bits(windowed(fwd, tokens, wb, we, range(wb, we), told, false),
+                          windowed(fwd, tokens, wb, we, range(wb, we), grown, false)))
+        << wb;
+    EXPECT_EQ(told.bytes(), 19 * row_bytes) << wb;
+  }
+  EXPECT_EQ(told.rows(), 19);
+}
+
 TEST_P(ForwardWindow, OneLayerStepAfterWindowChangeIsExact) {
   // One layer: the cached K/V of a position are projections of its own token's embedding, so they are
   // not stale when only window tokens changed; the cached step must equal the full forward.

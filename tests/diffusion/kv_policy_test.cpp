@@ -76,6 +76,9 @@ TEST(KvPolicy, ExactBlocksWriteEachRowOnceWithItsFinalTokens) {
   p.accepted(b2);
   EXPECT_EQ(rows_of(p, kCanvas, b2), (Rows{16, 4, true, false}));
   EXPECT_EQ(p.segment(kCanvas, b2).mask, forward::MaskRule::block_causal(8));
+  // Every canvas row ends up in the state: the device is told so on the first pass.
+  KvExactBlocks q(forward::MaskRule::block_causal(8));
+  EXPECT_EQ(q.segment(kCanvas, b0).kv->expected_rows(), static_cast<int64_t>(kCanvas.size()));
 }
 
 }  // namespace
