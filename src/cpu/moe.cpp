@@ -233,9 +233,16 @@ void moe_router_logits(const RowKernels& rk, const float* router, int64_t n_expe
       }
       const float* const rows[4] = {router + e0 * d, router + (e0 + 1) * d, router + (e0 + 2) * d,
                                     router + (e0 + 3) * d};
-      float out[8];
+      float out[16];
       int64_t t = t0;
-      for (; t + 2 <= t1; t += 2) {  // two tokens per pass over the four router rows
+      for (; t + 4 <= t1; t += 4) {  // four tokens per pass over the four router rows
+        const float* const xs[4] = {x + t * d, x + (t + 1) * d, x + (t + 2) * d, x + (t + 3) * d};
+        rk.dot_f32_x4x4(rows, xs, d, out);
+        for (int u = 0; u < 4; ++u) {
+          for (int j = 0; j < 4; ++j) logits[(t + u) * n_expert + e0 + j] = out[4 * u + j];
+        }
+      }
+      for (; t + 2 <= t1; t += 2) {  // then two
         rk.dot_f32_x4x2(rows, x + t * d, x + (t + 1) * d, d, out);
         for (int j = 0; j < 4; ++j) {
           logits[t * n_expert + e0 + j] = out[j];

@@ -75,9 +75,9 @@ void moe_route_row_sigmoid(const float* router, int64_t n_expert, const float* x
                            float scale, float* scores, float* biased, int32_t* expert, float* weight);
 
 /// logits[t * n_expert + e] = dot_f32(router + e * d, x + t * d, d) for rows t < n: the router logits
-/// of the row functions above, bit for bit (rk.dot_f32_x4x2: four experts and two rows at a time; a
-/// tile's odd last row through rk.dot_f32_x4), each router row read once per tile of 32 rows. n_threads split
-/// the experts.
+/// of the row functions above, bit for bit (rk.dot_f32_x4x4: four experts and four rows at a time; a
+/// tile's last 1-3 rows through rk.dot_f32_x4x2 and rk.dot_f32_x4), each router row read once per
+/// tile of 32 rows. n_threads split the experts.
 void moe_router_logits(const RowKernels& rk, const float* router, int64_t n_expert, const float* x, int64_t n,
                        int64_t d, float* logits, int n_threads);
 

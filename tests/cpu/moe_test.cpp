@@ -398,7 +398,8 @@ INSTANTIATE_TEST_SUITE_P(Blocks, MoeBlock,
 
 // moe_router_logits equals dot_f32 bit for bit on every row-kernel path this CPU has (the router's
 // logits choose the experts): 22 experts (5 groups of 4 and 2 left), rows of 99 (a tail of 3), 71
-// rows (tiles of 32, 32 and 7: row pairs, and an odd last row alone), 1 and 2 threads.
+// rows (tiles of 32, 32 and 7: rows four at a time, then a pair and an odd last row alone), 1 and 2
+// threads.
 TEST(RouterLogits, EqualDotF32OnEveryPath) {
   const int64_t E = 22, d = 99, n = 71;
   std::mt19937 rng(5);

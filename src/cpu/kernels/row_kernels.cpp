@@ -31,9 +31,17 @@ void softcap_scalar(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * (1.0f / cap)) * cap;
 }
 
-const RowKernels kScalarKernels = {
-    quant::quantize_row_q8_K, silu_mul,    attention_head_scalar,      rmsnorm,        dot_f32_x4_scalar,
-    dot_f32_x4x2_scalar,      softmax_f16, quant::dequantize_row_q6_K, softcap_scalar, gelu_mul};
+const RowKernels kScalarKernels = {quant::quantize_row_q8_K,
+                                   silu_mul,
+                                   attention_head_scalar,
+                                   rmsnorm,
+                                   dot_f32_x4_scalar,
+                                   dot_f32_x4x2_scalar,
+                                   softmax_f16,
+                                   quant::dequantize_row_q6_K,
+                                   softcap_scalar,
+                                   gelu_mul,
+                                   dot_f32_x4x4_by_pairs<dot_f32_x4x2_scalar>};
 
 }  // namespace
 

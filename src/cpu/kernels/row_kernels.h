@@ -58,6 +58,9 @@ size_t attention_scratch_floats(int64_t head_dim, int64_t max_kv);
 ///   (the MoE router's logits, which choose the experts).
 /// - dot_f32_x4x2: out[j] = dot_f32(a[j], b0, n) and out[4 + j] = dot_f32(a[j], b1, n) for j < 4,
 ///   bit-identical on every path (two tokens' router logits per pass over four router rows).
+/// - dot_f32_x4x4: out[4 t + j] = dot_f32(a[j], b[t], n) for j, t < 4, bit-identical on every path
+///   (four tokens per pass: twice the independent add chains of dot_f32_x4x2 on zmm; two
+///   dot_f32_x4x2 calls elsewhere).
 /// - softmax_f16: as cpu/ops.h softmax_f16 (SIMD paths: the polynomial exp, the sum in lanes).
 /// - dequantize_q6_K: exactly quant::dequantize_row_q6_K (bit-identical on every path).
 /// - softcap: x[i] = tanh(x[i] * (1 / cap)) * cap, in place (ggml's scale, tanh, scale; SIMD paths
@@ -74,7 +77,22 @@ struct RowKernels {
   void (*dequantize_q6_K)(const quant::block_q6_K* x, float* y, int64_t n);
   void (*softcap)(float* x, int64_t n, float cap);
   void (*gelu_mul)(const float* gate, const float* up, float* out, int64_t n);
+  void (*dot_f32_x4x4)(const float* const a[4], const float* const b[4], int64_t n, float out[16]);
 };
+
+/// dot_f32_x4x4 as two calls of X4x2 (a dot_f32_x4x2 implementation), for the paths whose x4x2
+/// already fills the add pipes.
+template <void (*X4x2)(const float* const[4], const float*, const float*, int64_t, float[8])>
+void dot_f32_x4x4_by_pairs(const float* const a[4], const float* const b[4], int64_t n, float out[16]) {
+  float o[8];
+  for (int pair = 0; pair < 2; ++pair) {
+    X4x2(a, b[2 * pair], b[2 * pair + 1], n, o);
+    for (int j = 0; j < 4; ++j) {
+      out[4 * (2 * pair) + j] = o[j];
+      out[4 * (2 * pair + 1) + j] = o[4 + j];
+    }
+  }
+}
 
 /// The kernels for `isa` (kAvxVnni uses the AVX2 set: these loops need no VNNI; kAmx the AVX-512 set).
 const RowKernels& row_kernels(Isa isa);

@@ -9,9 +9,17 @@
 namespace dllm::cpu::simd {
 namespace {
 
-const RowKernels kKernels = {
-    quantize_q8_K<Ymm>, silu_mul<Ymm>,    attention_head<Ymm, 2>, rmsnorm<Ymm>, dot_f32_x4_ymm,
-    dot_f32_x4x2_ymm,   softmax_f16<Ymm>, dequantize_q6_K<Ymm>,   softcap<Ymm>, gelu_mul<Ymm>};
+const RowKernels kKernels = {quantize_q8_K<Ymm>,
+                             silu_mul<Ymm>,
+                             attention_head<Ymm, 2>,
+                             rmsnorm<Ymm>,
+                             dot_f32_x4_ymm,
+                             dot_f32_x4x2_ymm,
+                             softmax_f16<Ymm>,
+                             dequantize_q6_K<Ymm>,
+                             softcap<Ymm>,
+                             gelu_mul<Ymm>,
+                             dot_f32_x4x4_by_pairs<dot_f32_x4x2_ymm>};
 
 }  // namespace
 

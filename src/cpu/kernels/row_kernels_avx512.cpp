@@ -15,9 +15,10 @@
 namespace dllm::cpu::simd {
 namespace {
 
-const RowKernels kKernels = {
-    quantize_q8_K<Zmm>, silu_mul<Zmm>,    attention_head<Zmm, 4>, rmsnorm<Zmm>, dot_f32_x4_ymm,
-    dot_f32_x4x2_zmm,   softmax_f16<Zmm>, dequantize_q6_K<Zmm>,   softcap<Zmm>, gelu_mul<Zmm>};
+const RowKernels kKernels = {quantize_q8_K<Zmm>, silu_mul<Zmm>,        attention_head<Zmm, 4>,
+                             rmsnorm<Zmm>,       dot_f32_x4_ymm,       dot_f32_x4x2_zmm,
+                             softmax_f16<Zmm>,   dequantize_q6_K<Zmm>, softcap<Zmm>,
+                             gelu_mul<Zmm>,      dot_f32_x4x4_zmm};
 
 }  // namespace
 
