@@ -338,7 +338,8 @@ struct CpuForward::Impl final : model::DeviceOps {
 
   /// x = token_embd[tokens], one row per activation row.                               rows x d
   void embed(const model::PassLayout& p) override {
-    prof.begin_pass(p.n_rows);
+    const bool timed = prof.begin_pass(p.n_rows);
+    if (moe && prof.on) moe->resume_timing(timed);
     const int64_t d = c.n_embd;
     {
       const Profile::Scope ps(prof, Phase::kEmbed);

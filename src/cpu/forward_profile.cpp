@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,11 +36,15 @@ Profile::Profile() {
   const char* env = std::getenv("DLLM_PROFILE");
   on = env != nullptr && env[0] != '\0' && std::string(env) != "0";
   if (on) set_traffic_counting(true);
+  const char* rows = std::getenv("DLLM_PROFILE_ROWS");
+  if (on && rows != nullptr) only_rows = std::max<int64_t>(0, std::atoll(rows));
 }
 
-void Profile::begin_pass(int64_t rows) {
-  ++forwards;
+bool Profile::begin_pass(int64_t rows) {
+  timing = only_rows == 0 || rows == only_rows;
+  if (timing) ++forwards;
   if (on) passes.push_back({rows, traffic_totals()});
+  return on && timing;
 }
 
 void Profile::print() const {
@@ -50,6 +55,9 @@ void Profile::print() const {
     cpu += cpu_s[i];
   }
   const double per = 1e3 / static_cast<double>(forwards);
+  if (only_rows > 0)
+    std::fprintf(stderr, "profile note: timing only the passes of %lld rows (DLLM_PROFILE_ROWS)\n",
+                 static_cast<long long>(only_rows));
   std::fprintf(stderr, "profile: %lld forward passes; per pass:\n%-14s %10s %6s %10s %6s\n",
                static_cast<long long>(forwards), "phase", "wall ms", "wall%", "cpu ms", "cpu%");
   for (size_t i = 0; i < wall_s.size(); ++i) {

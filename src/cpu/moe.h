@@ -173,6 +173,9 @@ class MoeFfn {
     timing_ = on;
     times_ = MoeTimes{};
   }
+  /// Stops (false) or resumes (true) the timing that set_timing(true) began, keeping times(): the
+  /// passes of a forward pass $DLLM_PROFILE_ROWS leaves out.
+  void resume_timing(bool on) { timing_ = on; }
   const MoeTimes& times() const { return times_; }
   /// When timing is on: per pass wall and CPU ms per forward pass (over `forwards` passes) to stderr,
   /// the expert GEMMs' rate, 2 x expert_macs / CPU seconds of gate/up + down (int8 ops per
