@@ -595,6 +595,11 @@ int main(int argc, char** argv) {
       // L = 16 (a 32-row block's rows crowding onto few experts) and 2.
       {"2048x512_Q6_K_compact", GgmlType::Q6_K, 2048, 512, 128, 16, true},
       {"131072x512_Q6_K_compact", GgmlType::Q6_K, 131072, 512, 128, 16, true},
+      // LLaDA2.0-mini's attention over a 32-row block step: the fused attn_qkv (16 + 4 + 4 heads of 128
+      // over n_embd 2048; Q6_K in some of its Q4_K_M layers) and attn_output.
+      {"3072x2048_Q4_K", GgmlType::Q4_K, 3072, 2048, 0, 32},
+      {"3072x2048_Q6_K", GgmlType::Q6_K, 3072, 2048, 0, 32},
+      {"2048x2048_Q4_K", GgmlType::Q4_K, 2048, 2048, 0, 32},
   };
   for (const Shape& s : shapes) {
     const bool head = s.n_out == 126464;
