@@ -20,22 +20,23 @@
 //    126464x4096 Q6_K LM head at 32 tokens), L = 64, 141, 256, 512 tokens; the MoE attention shapes
 //    (Q8_0 attn_k / attn_v, Q5_K attn_output) at L = 32 and 141; the MoE expert shapes (one expert,
 //    and 64 experts stacked so the weights stream from memory) at L = 18 in 128-row items; DiffusionGemma's
-//    expert down (Q5_0, and the same shapes as Q8_0, what Q5_0 ran as before Q50Block) at L = 2 and 16; and
-//    the whole MoE block (cpu::MoeFfn) on one LLaDA-MoE layer at L = 141 with the rows spread over the
-//    experts (BM_moe_block); every
-//    supported SIMD path (amx too,
-//    with tile_peak_frac_cpu = Gops_cpu over the tile peak),
-//    1 and 2 threads splitting the rows as the forward pass does (about 64 work items per matrix,
-//    OpenMP dynamic schedule). Counters: Gops = 2 n_out n_in L / wall time / 1e9 and peak_frac = that
-//    over (threads x the reference peak); Gops_cpu and peak_frac_cpu use the CPU time summed over the threads
-//    instead: the per-thread rate while running (on a shared machine wall time also counts the time
-//    slices other processes took). The peak is per second of thread CPU time for the same reason.
+//    expert down (Q5_0, and the same shapes as Q8_0, what Q5_0 ran as before Q50Block) at L = 2 and 16;
+//    LLaDA2-mini's compact Q6_K expert down (one and 64 stacked) at L = 2 and 16 and its attn_qkv
+//    (Q4_K and Q6_K) and attn_output at L = 2 and 32; and the whole MoE block (cpu::MoeFfn) on one LLaDA-MoE
+//    layer at L = 141 with the rows spread over the experts (BM_moe_block); every supported SIMD path (amx
+//    too, with tile_peak_frac_cpu = Gops_cpu over the tile peak), 1 and 2 threads splitting the rows as the
+//    forward pass does (about 64 work items per matrix, OpenMP dynamic schedule). Counters: Gops = 2 n_out
+//    n_in L / wall time / 1e9 and peak_frac = that over (threads x the reference peak); Gops_cpu and
+//    peak_frac_cpu use the CPU time summed over the threads instead: the per-thread rate while running (on a
+//    shared machine wall time also counts the time slices other processes took). The peak is per second of
+//    thread CPU time for the same reason.
 //
 // Usage: qgemm_bench [--peaks-only] [--note=TEXT] [google-benchmark flags]. --peaks-only measures 1. and 2.
 // only and prints them as JSON ({"context": {...}}) on stdout, writing no file. Without --benchmark_out it
 // writes bench/results/qgemm-<host>-<utc time, YYYYMMDDTHHMMSSZ>.json (machine, commit, command and peaks in
-// "context"). Use --benchmark_repetitions=N --benchmark_enable_random_interleaving=true for A/B-fair medians,
-// and taskset to pin threads.
+// "context"), filtered or not: give an exploratory run --benchmark_out=/tmp/FILE.json. Use
+// --benchmark_repetitions=N --benchmark_enable_random_interleaving=true for A/B-fair medians, and taskset to
+// pin threads.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
