@@ -263,4 +263,16 @@ std::string describe_isa(Isa chosen) {
          "; amx: " + amx_status(chosen) + bf16 + ")";
 }
 
+std::string describe_default_isa() {
+  const char* env = std::getenv("DLLM_CPU_ISA");
+  const bool from_env = env != nullptr && *env != '\0' && std::string_view(env) != "auto";
+  try {
+    std::string s = describe_isa(choose_isa());
+    if (from_env) s += " [DLLM_CPU_ISA=" + std::string(env) + "]";
+    return s;
+  } catch (const UsageError& e) {
+    return std::string("cpu: ") + e.what() + " (run refuses it)";
+  }
+}
+
 }  // namespace dllm

@@ -83,6 +83,11 @@ Isa choose_isa(std::string_view requested = "");
 /// where `chosen` is an AVX-512 path and amx_bf16_supported() (cpu/panel_gemm.h panel_gemm_isa).
 std::string describe_isa(Isa chosen);
 
+/// What `run` picks without --isa, in one line for --version: describe_isa(choose_isa()) with
+/// " [DLLM_CPU_ISA=<value>]" appended when the variable chose it; when the variable names a path
+/// choose_isa refuses, "cpu: " + that error's message + " (run refuses it)" instead of throwing.
+std::string describe_default_isa();
+
 /// The same AMX part alone, for --json: "running", "supported, not chosen (--isa amx runs it)" or
 /// "unavailable: <amx_unavailable_reason()>".
 std::string amx_status(Isa chosen);

@@ -7,13 +7,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "base/error.h"
 #include "base/isa.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
@@ -71,11 +74,16 @@ std::string cpu_line() {
   std::string s = "cpu: " + (name.empty() ? std::string("x86-64") : name) + " (" +
                   std::to_string(logical_cpus()) + " logical CPUs): AVX2 " + yes_no(f.avx2 && f.fma) +
                   ", AVX-VNNI " + yes_no(f.avx_vnni) + ", AVX-512 VNNI " + yes_no(f.avx512vnni) + "; ";
-  const Isa best = best_isa();
-  if (best == Isa::kScalar) {
+  if (best_isa() == Isa::kScalar) {
     return s + "only the scalar kernels run here, which is slow (dllm's fast paths need AVX2 and FMA)";
   }
-  return s + "run uses the " + isa_name(best) + " kernels";
+  const char* env = std::getenv("DLLM_CPU_ISA");
+  const bool from_env = env != nullptr && *env != '\0' && std::string_view(env) != "auto";
+  try {
+    return s + "run uses the " + isa_name(choose_isa()) + " kernels" + (from_env ? " ($DLLM_CPU_ISA)" : "");
+  } catch (const UsageError& e) {
+    return s + "run refuses " + e.what();
+  }
 }
 
 /// A model as doctor reports it: what to call it, where it is (when local), its size (0: unknown).

@@ -20,7 +20,7 @@ std::string cuda_build_line() {
 }
 
 std::string version_text() {
-  return version_line() + "\n" + describe_isa(best_isa()) + "\n" + cuda_build_line() + "\n";
+  return version_line() + "\n" + describe_default_isa() + "\n" + cuda_build_line() + "\n";
 }
 
 }  // namespace dllm::cli

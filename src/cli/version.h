@@ -16,8 +16,9 @@ bool cuda_built();
 /// "cuda: built for 80-real 86-real 89-real 90" or "cuda: not built (this dllm runs on the CPU only)".
 std::string cuda_build_line();
 
-/// The --version text: version_line(), the CPU line of cpu::describe_isa for the path `run` picks
-/// (--isa / $DLLM_CPU_ISA aside), and cuda_build_line(); each ends in a newline.
+/// The --version text: version_line(), the CPU line for the path `run` picks without --isa
+/// (describe_default_isa: $DLLM_CPU_ISA when set, else the best), and cuda_build_line(); each ends in
+/// a newline.
 std::string version_text();
 
 }  // namespace dllm::cli

@@ -71,6 +71,24 @@ TEST(CliDefaults, VersionNamesTheVersionCommitCpuPathAndCuda) {
       << cuda[0];
 }
 
+// --version's CPU line is the path `run` takes without --isa: the one $DLLM_CPU_ISA names (scalar
+// runs everywhere), and for a name run refuses, that refusal, with --version still exiting 0.
+TEST(CliDefaults, VersionsCpuLineFollowsDllmCpuIsa) {
+  const RunResult scalar = run_dllm({"--version"}, {"DLLM_CPU_ISA=scalar"});
+  EXPECT_EQ(scalar.exit_code, 0) << scalar.err;
+  const auto line = lines_starting(scalar.out, "cpu: ");
+  ASSERT_EQ(line.size(), 1u) << scalar.out;
+  EXPECT_EQ(line[0].rfind("cpu: scalar (", 0), 0u) << line[0];
+  EXPECT_NE(line[0].find("[DLLM_CPU_ISA=scalar]"), std::string::npos) << line[0];
+
+  const RunResult bogus = run_dllm({"--version"}, {"DLLM_CPU_ISA=bogus"});
+  EXPECT_EQ(bogus.exit_code, 0) << bogus.err;
+  const auto refused = lines_starting(bogus.out, "cpu: ");
+  ASSERT_EQ(refused.size(), 1u) << bogus.out;
+  EXPECT_NE(refused[0].find("unknown ISA 'bogus'"), std::string::npos) << refused[0];
+  EXPECT_NE(refused[0].find("(run refuses it)"), std::string::npos) << refused[0];
+}
+
 TEST_F(EmptyCache, RunWithoutModelUsesTheDemoModelAndSaysSoOnce) {
   const RunResult r = dllm({"run", "Once upon a time", "-n", "8", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -207,6 +225,23 @@ TEST_F(EmptyCache, DoctorReportsTheMachineAndAPromptThatSuitsTheModel) {
   EXPECT_EQ(lines_starting(m.out, "try: ").back(),
             "try: ./dllm run --model " + demo_path() + " \"Once upon a time\"")
       << m.out;
+}
+
+// doctor's CPU line names the kernels run will use, $DLLM_CPU_ISA's when it is set, and says when
+// run would refuse the variable.
+TEST_F(EmptyCache, DoctorsCpuLineFollowsDllmCpuIsa) {
+  const RunResult scalar = dllm({"doctor"}, {"DLLM_CPU_ISA=scalar"});
+  ASSERT_EQ(scalar.exit_code, 0) << scalar.err;
+  const auto line = lines_starting(scalar.out, "cpu: ");
+  ASSERT_EQ(line.size(), 1u) << scalar.out;
+  EXPECT_NE(line[0].find("run uses the scalar kernels ($DLLM_CPU_ISA)"), std::string::npos) << line[0];
+  const RunResult bogus = dllm({"doctor"}, {"DLLM_CPU_ISA=bogus"});
+  ASSERT_EQ(bogus.exit_code, 0) << bogus.err;
+  const auto refused = lines_starting(bogus.out, "cpu: ");
+  ASSERT_EQ(refused.size(), 1u) << bogus.out;
+  EXPECT_NE(refused[0].find("run refuses environment variable DLLM_CPU_ISA: unknown ISA 'bogus'"),
+            std::string::npos)
+      << refused[0];
 }
 
 TEST_F(EmptyCache, DoctorSuggestsAQuestionForAChatModel) {
