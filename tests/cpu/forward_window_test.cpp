@@ -177,9 +177,11 @@ TEST_P(ForwardWindow, ACacheReusedForLongerAndShorterCanvasesStaysExact) {
 }
 
 // A state told the rows its sequence will hold (KvState::expect_rows, as the exact block cache does
-// with its canvas) gets room for all of them on the pass that first writes rows, and keeps that
-// capacity while the later passes append rows; the storage's size changes no logit.
-TEST_P(ForwardWindow, AStateToldItsCanvasIsMadeOnceAndGivesTheSameLogits) {
+// with its canvas) gets room for all of them on the pass that first writes rows and keeps that
+// capacity while later passes append blocks. Appending blocks of 6 is block-causal attention, so each
+// block's logits must equal those rows of one pass over the whole canvas under
+// MaskRule::block_causal(6) without a state; a state grown pass by pass must give them too.
+TEST_P(ForwardWindow, AStateToldItsCanvasIsMadeOnceAndStaysExact) {
   const Case c = GetParam();
   const Loaded m(spec_for(c.arch, c.mix, 2));
   cpu::ForwardOptions opt;
@@ -187,21 +189,28 @@ TEST_P(ForwardWindow, AStateToldItsCanvasIsMadeOnceAndGivesTheSameLogits) {
   opt.n_threads = 2;
   cpu::CpuForward fwd(m.model, opt);
   const size_t row_bytes = 2u * 2 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float);
-  const auto tokens = random_tokens(19, 97, 13);
+  const auto tokens = random_tokens(18, 97, 13);
+  const auto all = range(0, 18);
+  std::vector<float> reference(all.size() * fwd.n_vocab());
+  forward::Segment whole;
+  whole.tokens = tokens;
+  whole.mask = forward::MaskRule::block_causal(6);
+  whole.logit_rows = all;
+  whole.logits = reference.data();
+  fwd.forward({&whole, 1});
+
   forward::KvState told, grown;
-  told.expect_rows(19);
-  // Rows [0, 7) first (a prompt), then [7, 13) and [13, 19) appended, as blocks are.
-  EXPECT_TRUE(same_bits(windowed(fwd, tokens, 0, 7, range(0, 7), told, false),
-                        windowed(fwd, tokens, 0, 7, range(0, 7), grown, false)));
-  EXPECT_EQ(told.bytes(), 19 * row_bytes);
-  EXPECT_EQ(grown.bytes(), 7 * row_bytes);
-  for (const auto& [wb, we] : std::vector<std::pair<int32_t, int32_t>>{{7, 13}, {13, 19}}) {
-    EXPECT_TRUE(same_bits(windowed(fwd, tokens, wb, we, range(wb, we), told, false),
-                          windowed(fwd, tokens, wb, we, range(wb, we), grown, false)))
-        << wb;
-    EXPECT_EQ(told.bytes(), 19 * row_bytes) << wb;
+  told.expect_rows(18);
+  for (int32_t b = 0; b < 18; b += 6) {
+    const auto rows = range(b, b + 6);
+    const std::vector<float> expected(reference.begin() + b * fwd.n_vocab(),
+                                      reference.begin() + (b + 6) * fwd.n_vocab());
+    EXPECT_TRUE(same_bits(windowed(fwd, tokens, b, b + 6, rows, told, false), expected)) << b;
+    EXPECT_TRUE(same_bits(windowed(fwd, tokens, b, b + 6, rows, grown, false), expected)) << b;
+    EXPECT_EQ(told.bytes(), 18 * row_bytes) << b;
   }
-  EXPECT_EQ(told.rows(), 19);
+  EXPECT_EQ(grown.bytes(), 24 * row_bytes);  // 6 rows, then doubled to 12, then to 24
+  EXPECT_EQ(told.rows(), 18);
 }
 
 TEST_P(ForwardWindow, OneLayerStepAfterWindowChangeIsExact) {
