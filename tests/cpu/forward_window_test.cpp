@@ -87,6 +87,12 @@ void PrintTo(const Case& c, std::ostream* os) {
 
 class ForwardWindow : public ::testing::TestWithParam<Case> {};
 
+/// Bytes a K/V state holds per position of spec_for's two-layer models: K and V of each layer,
+/// n_head_kv x head_dim floats each.
+size_t kv_row_bytes(const model::Model& model) {
+  return 2u * 2 * model.config().n_head_kv * model.config().head_dim * sizeof(float);
+}
+
 std::vector<float> full(cpu::CpuForward& fwd, const std::vector<int32_t>& tokens,
                         const std::vector<int32_t>& rows) {
   return test::whole_logits(fwd, tokens, rows);
@@ -134,8 +140,7 @@ TEST_P(ForwardWindow, RefreshAndUnchangedStepsEqualTheFullForward) {
         << isa_name(isa);
     EXPECT_EQ(cache.rows(), 19);
     // K and V x 2 layers x the canvas's 19 positions (not max_tokens 24) x n_head_kv * head_dim floats.
-    EXPECT_EQ(cache.bytes(),
-              2u * 2 * 19 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float));
+    EXPECT_EQ(cache.bytes(), 19 * kv_row_bytes(m.model));
 
     // Nothing changed since the refresh: prefix window [7, 19), dual window [7, 13), a window in the
     // middle of the block, and one that starts at 0.
@@ -162,7 +167,7 @@ TEST_P(ForwardWindow, ACacheReusedForLongerAndShorterCanvasesStaysExact) {
   opt.max_tokens = 64;
   opt.n_threads = 2;
   cpu::CpuForward fwd(m.model, opt);
-  const size_t row_bytes = 2u * 2 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float);
+  const size_t row_bytes = kv_row_bytes(m.model);
   forward::KvState cache;
   for (const auto& [n, capacity] : std::vector<std::pair<int32_t, int32_t>>{{12, 12}, {30, 30}, {9, 30}}) {
     const auto tokens = random_tokens(n, 97, 100 + n);
@@ -188,7 +193,7 @@ TEST_P(ForwardWindow, AStateToldItsCanvasIsMadeOnceAndStaysExact) {
   opt.max_tokens = 24;
   opt.n_threads = 2;
   cpu::CpuForward fwd(m.model, opt);
-  const size_t row_bytes = 2u * 2 * m.model.config().n_head_kv * m.model.config().head_dim * sizeof(float);
+  const size_t row_bytes = kv_row_bytes(m.model);
   const auto tokens = random_tokens(18, 97, 13);
   const auto all = range(0, 18);
   std::vector<float> reference(all.size() * fwd.n_vocab());
