@@ -87,10 +87,10 @@ void PrintTo(const Case& c, std::ostream* os) {
 
 class ForwardWindow : public ::testing::TestWithParam<Case> {};
 
-/// Bytes a K/V state holds per position of spec_for's two-layer models: K and V of each layer,
-/// n_head_kv x head_dim floats each.
+/// Bytes a K/V state holds per position: K and V of each layer, n_head_kv x head_dim floats each.
 size_t kv_row_bytes(const model::Model& model) {
-  return 2u * 2 * model.config().n_head_kv * model.config().head_dim * sizeof(float);
+  const model::ModelConfig& c = model.config();
+  return 2u * static_cast<size_t>(c.n_layer * c.n_head_kv * c.head_dim) * sizeof(float);
 }
 
 std::vector<float> full(cpu::CpuForward& fwd, const std::vector<int32_t>& tokens,
