@@ -55,9 +55,8 @@ inline void dot_f32_x4x2_zmm(const float* const a[4], const float* b0, const flo
 
 // Four tokens per pass: out[4 t + j] = dot_f32(a[j], b[t], n), each lane's adds in dot_f32_x4x2_zmm's
 // order (so the same bits), with eight independent add chains where x4x2 has four (an add's latency
-// is 4 cycles on Intel cores, 3 on Zen 4). Measured: the MoE route pass 19.3 against 22-24 ms per
-// pass averaged over a LLaDA2 run with its 544-row prompt pass, but no change at 32 rows, where the
-// loads bound it (docs/benchmarks.md, "Without AMX").
+// is 4 cycles on Intel cores, 3 on Zen 4). On LLaDA2's 32-row block step it measured the same as x4x2
+// (bench/results/llada2-router-x4x4-ab-20261205T115051Z.json): there the loads bound it.
 inline void dot_f32_x4x4_zmm(const float* const a[4], const float* const b[4], int64_t n, float out[16]) {
   __m512 acc[2][4];
   for (int h = 0; h < 2; ++h) {
