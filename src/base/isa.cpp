@@ -215,13 +215,18 @@ Isa parse_isa(std::string_view name) {
                    "': expected auto, scalar, avx2, avxvnni, avx512vnni or amx");
 }
 
+std::string isa_from_env() {
+  const char* env = std::getenv("DLLM_CPU_ISA");
+  if (env == nullptr || *env == '\0' || std::string_view(env) == "auto") return "";
+  return env;
+}
+
 Isa choose_isa(std::string_view requested) {
   std::string source = "--isa";
   std::string name(requested);
   if (name.empty() || name == "auto") {
-    const char* env = std::getenv("DLLM_CPU_ISA");
-    if (env == nullptr || *env == '\0' || std::string_view(env) == "auto") return best_isa();
-    name = env;
+    name = isa_from_env();
+    if (name.empty()) return best_isa();
     source = "DLLM_CPU_ISA=";
   }
   Isa isa = Isa::kScalar;
@@ -264,11 +269,10 @@ std::string describe_isa(Isa chosen) {
 }
 
 std::string describe_default_isa() {
-  const char* env = std::getenv("DLLM_CPU_ISA");
-  const bool from_env = env != nullptr && *env != '\0' && std::string_view(env) != "auto";
+  const std::string env = isa_from_env();
   try {
     std::string s = describe_isa(choose_isa());
-    if (from_env) s += " [DLLM_CPU_ISA=" + std::string(env) + "]";
+    if (!env.empty()) s += " [DLLM_CPU_ISA=" + env + "]";
     return s;
   } catch (const UsageError& e) {
     return std::string("cpu: ") + e.what() + " (run refuses it)";

@@ -83,6 +83,10 @@ Isa choose_isa(std::string_view requested = "");
 /// where `chosen` is an AVX-512 path and amx_bf16_supported() (cpu/panel_gemm.h panel_gemm_isa).
 std::string describe_isa(Isa chosen);
 
+/// $DLLM_CPU_ISA when it names a path (set, not empty, not "auto"), else "": what choose_isa() runs
+/// without --isa when the variable is set.
+std::string isa_from_env();
+
 /// What `run` picks without --isa, in one line for --version: describe_isa(choose_isa()) with
 /// " [DLLM_CPU_ISA=<value>]" appended when the variable chose it; when the variable names a path
 /// choose_isa refuses, "cpu: " + that error's message + " (run refuses it)" instead of throwing.

@@ -7,14 +7,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "base/error.h"
 #include "base/isa.h"
@@ -77,10 +75,9 @@ std::string cpu_line() {
   if (best_isa() == Isa::kScalar) {
     return s + "only the scalar kernels run here, which is slow (dllm's fast paths need AVX2 and FMA)";
   }
-  const char* env = std::getenv("DLLM_CPU_ISA");
-  const bool from_env = env != nullptr && *env != '\0' && std::string_view(env) != "auto";
   try {
-    return s + "run uses the " + isa_name(choose_isa()) + " kernels" + (from_env ? " ($DLLM_CPU_ISA)" : "");
+    return s + "run uses the " + isa_name(choose_isa()) + " kernels" +
+           (isa_from_env().empty() ? "" : " ($DLLM_CPU_ISA)");
   } catch (const UsageError& e) {
     return s + "run refuses " + e.what();
   }

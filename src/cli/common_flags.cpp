@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "base/isa.h"
 #include "cli/util.h"
 
 namespace dllm::cli {
@@ -174,9 +175,7 @@ void add_compute_flags(CLI::App& sub, ComputeFlags& f) {
 
 std::string resolve_device(const ComputeFlags& f) {
   if (f.device != "auto") return f.device;
-  const char* env = std::getenv("DLLM_CPU_ISA");
-  const std::string env_isa = env != nullptr ? env : "";
-  const bool cpu_path_chosen = (!f.isa.empty() && f.isa != "auto") || (!env_isa.empty() && env_isa != "auto");
+  const bool cpu_path_chosen = (!f.isa.empty() && f.isa != "auto") || !isa_from_env().empty();
   return cpu_path_chosen ? "cpu" : "auto";
 }
 
