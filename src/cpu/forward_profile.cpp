@@ -3,7 +3,6 @@
 
 #include <time.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +36,16 @@ Profile::Profile() {
   on = env != nullptr && env[0] != '\0' && std::string(env) != "0";
   if (on) set_traffic_counting(true);
   const char* rows = std::getenv("DLLM_PROFILE_ROWS");
-  if (on && rows != nullptr) only_rows = std::max<int64_t>(0, std::atoll(rows));
+  if (on && rows != nullptr && *rows != '\0') {
+    char* end = nullptr;
+    const long long n = std::strtoll(rows, &end, 10);
+    if (*end == '\0' && n > 0) {
+      only_rows = n;
+    } else {
+      std::fprintf(stderr, "warning: DLLM_PROFILE_ROWS='%s' is not a positive row count: timing every pass\n",
+                   rows);
+    }
+  }
 }
 
 bool Profile::begin_pass(int64_t rows) {
